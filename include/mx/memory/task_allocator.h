@@ -1,0 +1,154 @@
+#pragma once
+
+// Multi-level task allocator (dissertation 2.5): a worker-local LIFO free list per size class,
+// refilled in batches from the NUMA region's heap (the only lock), which takes NUMA-local memory
+// from the system in large chunks. A block freed by any worker goes to that worker's list; lists
+// that grow past a bound hand a batch back to the region heap, so producer/consumer patterns do
+// not hoard memory on the consuming worker.
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "mx/system/cpu.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define MX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MX_ASAN 1
+#endif
+#endif
+#if defined(MX_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace mx::memory {
+
+inline constexpr std::array<std::uint32_t, 5> task_size_classes{64, 128, 256, 512, 1024};
+inline constexpr std::uint8_t size_class_count = task_size_classes.size();
+/// Marks allocations larger than the biggest class; they come from aligned operator new.
+inline constexpr std::uint8_t oversized_class = 0xFE;
+
+constexpr std::uint8_t size_class_of(std::size_t bytes) noexcept {
+    for (std::uint8_t c = 0; c < size_class_count; ++c) {
+        if (bytes <= task_size_classes[c]) {
+            return c;
+        }
+    }
+    return oversized_class;
+}
+
+struct FreeBlock {
+    FreeBlock *next;
+};
+
+/// Per-NUMA-region heap. Thread-safe (one mutex); touched only on refills and give-backs.
+class RegionHeap {
+public:
+    explicit RegionHeap(std::uint8_t memory_node, std::size_t chunk_bytes = std::size_t{2} << 20U);
+    ~RegionHeap();
+    RegionHeap(const RegionHeap &) = delete;
+    RegionHeap &operator=(const RegionHeap &) = delete;
+
+    /// Hands out a list of `count` blocks of a size class, linked through FreeBlock::next.
+    /// Returns nullptr only when the system has no memory left.
+    FreeBlock *take(std::uint8_t size_class, std::uint32_t count) noexcept;
+    /// Takes back a list of blocks (head..tail linked) of one size class.
+    void give_back(std::uint8_t size_class, FreeBlock *head, FreeBlock *tail, std::uint32_t count) noexcept;
+
+    [[nodiscard]] std::uint8_t memory_node() const noexcept { return _memory_node; }
+    [[nodiscard]] std::size_t reserved_bytes() const noexcept;
+
+private:
+    struct Chunk {
+        void *memory;
+        std::size_t bytes;
+    };
+    bool new_chunk(std::size_t at_least) noexcept;
+
+    std::uint8_t _memory_node;
+    std::size_t _chunk_bytes;
+    mutable std::mutex _mutex;
+    // All below guarded by _mutex.
+    std::vector<Chunk> _chunks;
+    std::byte *_bump{nullptr};
+    std::byte *_bump_end{nullptr};
+    std::array<FreeBlock *, size_class_count> _returned{};
+};
+
+/// Worker-local allocator. Owner-private except for the statistics, which any thread may read.
+class TaskAllocator {
+public:
+    explicit TaskAllocator(RegionHeap &heap, std::uint32_t batch = 64) noexcept : _heap(&heap), _batch(batch) {}
+    TaskAllocator(const TaskAllocator &) = delete;
+    TaskAllocator &operator=(const TaskAllocator &) = delete;
+
+    void *allocate(std::uint8_t size_class) noexcept {
+        FreeBlock *block = _lists[size_class];
+        if (block == nullptr) [[unlikely]] {
+            block = refill(size_class);
+            if (block == nullptr) {
+                return nullptr;
+            }
+        }
+        unpoison(block, size_class);
+        _lists[size_class] = block->next;
+        --_counts[size_class];
+        bump(_allocated);
+        return block;
+    }
+
+    void free(void *memory, std::uint8_t size_class) noexcept {
+        auto *block = static_cast<FreeBlock *>(memory);
+        block->next = _lists[size_class];
+        poison(block, size_class);
+        _lists[size_class] = block;
+        bump(_freed);
+        if (++_counts[size_class] > 4 * _batch) [[unlikely]] {
+            give_back(size_class);
+        }
+    }
+
+    /// Returns every cached block to the region heap (used when a worker retires).
+    void flush() noexcept;
+
+    [[nodiscard]] std::uint64_t refills() const noexcept { return _refills.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint64_t allocated() const noexcept { return _allocated.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint64_t freed() const noexcept { return _freed.load(std::memory_order_relaxed); }
+
+private:
+    FreeBlock *refill(std::uint8_t size_class) noexcept;
+    void give_back(std::uint8_t size_class) noexcept;
+
+    static void bump(std::atomic<std::uint64_t> &counter) noexcept {
+        // Single writer: a plain add, no locked instruction.
+        counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+    static void poison([[maybe_unused]] FreeBlock *block, [[maybe_unused]] std::uint8_t size_class) noexcept {
+#if defined(MX_ASAN)
+        // Keep the link word readable; the rest of a free block is off limits (use-after-free).
+        ASAN_POISON_MEMORY_REGION(reinterpret_cast<std::byte *>(block) + sizeof(FreeBlock),
+                                  task_size_classes[size_class] - sizeof(FreeBlock));
+#endif
+    }
+    static void unpoison([[maybe_unused]] FreeBlock *block, [[maybe_unused]] std::uint8_t size_class) noexcept {
+#if defined(MX_ASAN)
+        ASAN_UNPOISON_MEMORY_REGION(block, task_size_classes[size_class]);
+#endif
+    }
+
+    RegionHeap *_heap;
+    std::uint32_t _batch;
+    std::array<FreeBlock *, size_class_count> _lists{};
+    std::array<std::uint32_t, size_class_count> _counts{};
+    // Written by the owner only; read by statistics readers.
+    std::atomic<std::uint64_t> _refills{0};
+    std::atomic<std::uint64_t> _allocated{0};
+    std::atomic<std::uint64_t> _freed{0};
+};
+
+} // namespace mx::memory

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mx::tasking {
+
+/// How to start a runtime. Every field has a sane default: `Runtime runtime{};` starts one
+/// pinned worker per core this process may use.
+struct RuntimeConfig {
+    /// Number of workers; unset = one per core (or per simulated core). More workers than cores
+    /// is allowed (worker i runs on core i mod n), e.g. to test interleavings.
+    std::optional<std::uint16_t> workers{};
+    /// OS CPU ids to run on; empty = every CPU in the process's affinity mask.
+    std::vector<std::uint16_t> cores{};
+    /// "" = $MX_TOPOLOGY if set, else the real machine; "RxC" = simulate R NUMA regions of C
+    /// cores each, mapped onto the real CPUs.
+    std::string topology{};
+    bool pin_workers{true};
+    /// Tasks a worker moves from its pool into its buffer per round.
+    std::uint32_t task_buffer_size{64};
+    /// Prefetch distance in tasks within the buffer; 0 switches prefetching off.
+    std::uint32_t prefetch_distance{2};
+    /// How long an idle worker spins (time-stamp counter cycles) before it sleeps.
+    std::uint64_t idle_spin_cycles{100'000};
+    /// Blocks per refill of a worker-local free list.
+    std::uint32_t allocator_batch{64};
+};
+
+/// Thrown by the Runtime constructor and start() on a configuration that cannot work.
+class ConfigError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Per-worker counters. Each is written by its worker only and may be read at any time.
+struct WorkerStatistics {
+    std::uint16_t worker{0};
+    std::uint16_t cpu{0};
+    std::uint8_t numa_region{0};
+    std::uint64_t tasks_executed{0};
+    std::uint64_t spawned_local{0};
+    std::uint64_t spawned_remote{0};
+    std::uint64_t allocator_refills{0};
+    std::uint64_t idle_cycles{0};
+    std::uint64_t sleeps{0};
+};
+
+} // namespace mx::tasking

@@ -1,0 +1,110 @@
+#pragma once
+
+// The two queues a task pool is built from. Both are intrusive (linked through Task::_next),
+// so enqueueing never allocates.
+
+#include <atomic>
+#include <cstddef>
+
+#include "mx/system/cpu.h"
+#include "mx/tasking/task.h"
+
+namespace mx::tasking::detail {
+
+/// FIFO for tasks a worker spawns for itself. Owner-private: no synchronization.
+template <class T>
+class IntrusiveQueue {
+public:
+    void push_back(T &task) noexcept {
+        task._next.store(nullptr, std::memory_order_relaxed);
+        if (_tail == nullptr) {
+            _head = &task;
+        } else {
+            _tail->_next.store(&task, std::memory_order_relaxed);
+        }
+        _tail = &task;
+    }
+
+    T *pop_front() noexcept {
+        T *task = _head;
+        if (task != nullptr) {
+            _head = task->_next.load(std::memory_order_relaxed);
+            if (_head == nullptr) {
+                _tail = nullptr;
+            }
+        }
+        return task;
+    }
+
+    [[nodiscard]] bool empty() const noexcept { return _head == nullptr; }
+
+private:
+    T *_head{nullptr};
+    T *_tail{nullptr};
+};
+
+/// Multi-producer, single-consumer FIFO (Vyukov's intrusive design): a push is one atomic
+/// exchange plus one store, wait-free; tasks of one producer leave in the order they entered.
+/// While a producer is between its exchange and its link store, the consumer sees the queue as
+/// non-empty but cannot pop yet; pop() then returns nullptr and the worker retries.
+template <class T>
+class MpscQueue {
+public:
+    MpscQueue() noexcept : _tail(&_stub), _head(&_stub) {}
+    MpscQueue(const MpscQueue &) = delete;
+    MpscQueue &operator=(const MpscQueue &) = delete;
+
+    /// Any thread. seq_cst exchange: the worker's sleep protocol relies on its total order.
+    void push(T &task) noexcept {
+        task._next.store(nullptr, std::memory_order_relaxed);
+        T *previous = _tail.exchange(&task, std::memory_order_seq_cst);
+        previous->_next.store(&task, std::memory_order_release);
+    }
+
+    /// Consumer only.
+    T *pop() noexcept {
+        T *head = _head;
+        T *next = head->_next.load(std::memory_order_acquire);
+        if (head == &_stub) {
+            if (next == nullptr) {
+                return nullptr;
+            }
+            _head = next;
+            head = next;
+            next = next->_next.load(std::memory_order_acquire);
+        }
+        if (next != nullptr) {
+            _head = next;
+            return head;
+        }
+        if (_tail.load(std::memory_order_acquire) != head) {
+            return nullptr; // a producer is linking in; retry later
+        }
+        push(_stub);
+        next = head->_next.load(std::memory_order_acquire);
+        if (next != nullptr) {
+            _head = next;
+            return head;
+        }
+        return nullptr;
+    }
+
+    /// Consumer only. False while any push has started and its task has not been popped.
+    [[nodiscard]] bool empty() const noexcept {
+        return _head == &_stub && _tail.load(std::memory_order_seq_cst) == &_stub;
+    }
+
+private:
+    class Stub final : public Task {
+    public:
+        TaskResult execute(TaskContext &) noexcept override { return TaskResult::done(); }
+    };
+
+    // Written by every producer (exchange), read by the consumer.
+    alignas(system::cache_line_size) std::atomic<T *> _tail;
+    // Consumer-private.
+    alignas(system::cache_line_size) T *_head;
+    Stub _stub;
+};
+
+} // namespace mx::tasking::detail

@@ -1,0 +1,290 @@
+#pragma once
+
+// Worker and runtime internals that the hot paths (spawn, new_task) need inline. Not API: use
+// mx::tasking::Runtime and mx::tasking::TaskContext.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "mx/memory/task_allocator.h"
+#include "mx/system/cpu.h"
+#include "mx/system/topology.h"
+#include "mx/tasking/config.h"
+#include "mx/tasking/detail/queues.h"
+#include "mx/tasking/task.h"
+
+namespace mx::tasking::detail {
+
+class RuntimeCore;
+
+/// A worker's task pool: one unsynchronized FIFO per priority for tasks the worker spawns for
+/// itself, and one multi-producer FIFO per (NUMA region of the producer, priority) for tasks
+/// from other workers and outside threads. Producers of one region share a queue, so remote
+/// pushes contend only within a region and the worker polls regions x priorities queues.
+class TaskPool {
+public:
+    explicit TaskPool(std::uint16_t regions) : _regions(regions), _remote(std::make_unique<Remote[]>(regions)) {}
+
+    void push_local(Task &task) noexcept { _local[index(task.priority())].push_back(task); }
+    void push_remote(Task &task, std::uint8_t producer_region) noexcept {
+        _remote[producer_region].queues[index(task.priority())].push(task);
+    }
+
+    /// Moves up to `capacity` tasks of the highest non-empty priority into `buffer`, local
+    /// tasks first, then each region's queue starting with `own_region`.
+    std::uint32_t fill(Task **buffer, std::uint32_t capacity, std::uint8_t own_region) noexcept {
+        for (std::size_t priority = 0; priority < priority_count; ++priority) {
+            std::uint32_t count = 0;
+            while (count < capacity) {
+                Task *task = _local[priority].pop_front();
+                if (task == nullptr) {
+                    break;
+                }
+                buffer[count++] = task;
+            }
+            for (std::uint16_t r = 0; r < _regions && count < capacity; ++r) {
+                auto &queue = _remote[(std::size_t{own_region} + r) % _regions].queues[priority];
+                while (count < capacity) {
+                    Task *task = queue.pop();
+                    if (task == nullptr) {
+                        break;
+                    }
+                    buffer[count++] = task;
+                }
+            }
+            if (count > 0) {
+                return count;
+            }
+        }
+        return 0;
+    }
+
+    /// Owner only (or after the owner stopped). Remote queues in the middle of a push count as
+    /// non-empty.
+    [[nodiscard]] bool empty() const noexcept {
+        for (std::size_t priority = 0; priority < priority_count; ++priority) {
+            if (!_local[priority].empty()) {
+                return false;
+            }
+            for (std::uint16_t r = 0; r < _regions; ++r) {
+                if (!_remote[r].queues[priority].empty()) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+private:
+    static std::size_t index(Priority priority) noexcept { return static_cast<std::size_t>(priority); }
+
+    struct alignas(system::cache_line_size) Remote {
+        MpscQueue<Task> queues[priority_count];
+    };
+    std::uint16_t _regions;
+    IntrusiveQueue<Task> _local[priority_count]; // owner-private
+    std::unique_ptr<Remote[]> _remote;           // pushed by anyone, popped by the owner
+};
+
+inline void bump(std::atomic<std::uint64_t> &counter, std::memory_order order = std::memory_order_relaxed) noexcept {
+    // Single writer: a plain increment, no locked instruction.
+    counter.store(counter.load(std::memory_order_relaxed) + 1, order);
+}
+
+class Worker {
+public:
+    Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu, memory::RegionHeap &heap,
+           const RuntimeConfig &config);
+    Worker(const Worker &) = delete;
+    Worker &operator=(const Worker &) = delete;
+
+    [[nodiscard]] std::uint16_t id() const noexcept { return _id; }
+    [[nodiscard]] std::uint8_t region() const noexcept { return _region; }
+    [[nodiscard]] std::uint16_t cpu() const noexcept { return _cpu; }
+    [[nodiscard]] RuntimeCore &core() const noexcept { return *_core; }
+
+    /// Owner thread only: dispatches a task following its annotations.
+    void spawn(Task &task) noexcept;
+    /// Any thread: puts a task into this worker's pool and wakes the worker if it sleeps.
+    void push_remote(Task &task, std::uint8_t producer_region) noexcept {
+        _pool.push_remote(task, producer_region);
+        if (_shared.sleeping.load(std::memory_order_seq_cst) != 0) [[unlikely]] {
+            wake();
+        }
+    }
+    void wake() noexcept;
+
+    template <class T, class... Args>
+    T *new_task(Args &&...args) noexcept;
+    void destroy(Task &task) noexcept;
+
+    /// Thread body.
+    void run() noexcept;
+    /// After the thread ended: destroys runtime-owned tasks left in the pool and buffer.
+    void drain() noexcept;
+
+    [[nodiscard]] std::uint64_t spawned() const noexcept {
+        return _shared.spawned_local.load(std::memory_order_acquire) +
+               _shared.spawned_remote.load(std::memory_order_acquire);
+    }
+    [[nodiscard]] std::uint64_t completed() const noexcept {
+        return _shared.completed.load(std::memory_order_acquire);
+    }
+    [[nodiscard]] WorkerStatistics statistics() const noexcept;
+    [[nodiscard]] const memory::TaskAllocator &allocator() const noexcept { return _allocator; }
+
+private:
+    void execute(Task &task) noexcept;
+    void idle() noexcept;
+    void sleep() noexcept;
+
+    RuntimeCore *_core;
+    std::uint16_t _id;
+    std::uint8_t _region;
+    std::uint16_t _cpu;
+    std::uint32_t _prefetch_distance;
+    std::uint64_t _idle_spin_cycles;
+    std::uint32_t _region_round_robin{0};
+
+    // Owner-private: touched only by the worker thread (and by drain() after it ended).
+    memory::TaskAllocator _allocator;
+    TaskPool _pool;
+    std::vector<Task *> _buffer;
+    std::uint32_t _buffer_size{0};
+    std::uint32_t _buffer_position{0};
+
+    // Shared with producers and statistics readers, kept off the owner's lines.
+    struct alignas(system::cache_line_size) Shared {
+        // 1 while the worker sleeps or is about to; set by the worker, cleared by a waker.
+        std::atomic<std::uint32_t> sleeping{0};
+        alignas(system::cache_line_size) std::atomic<std::uint64_t> completed{0}; // owner writes
+        std::atomic<std::uint64_t> spawned_local{0};                            // owner writes
+        std::atomic<std::uint64_t> spawned_remote{0};                           // owner writes
+        std::atomic<std::uint64_t> idle_cycles{0};                              // owner writes
+        std::atomic<std::uint64_t> sleeps{0};                                   // owner writes
+    } _shared;
+};
+
+/// Everything a started runtime owns. Lives as long as the Runtime object.
+class RuntimeCore {
+public:
+    explicit RuntimeCore(const RuntimeConfig &config);
+    ~RuntimeCore();
+    RuntimeCore(const RuntimeCore &) = delete;
+    RuntimeCore &operator=(const RuntimeCore &) = delete;
+
+    void start();
+    void stop() noexcept;
+    void wait() noexcept;
+    [[nodiscard]] bool running() const noexcept { return !_threads.empty(); }
+
+    [[nodiscard]] std::uint16_t worker_count() const noexcept { return static_cast<std::uint16_t>(_workers.size()); }
+    [[nodiscard]] Worker &worker(std::uint16_t id) const noexcept { return *_workers[id]; }
+    [[nodiscard]] std::uint16_t region_count() const noexcept { return static_cast<std::uint16_t>(_regions.size()); }
+    [[nodiscard]] const std::vector<std::uint16_t> &workers_of_region(std::uint8_t region) const noexcept {
+        return _regions[region];
+    }
+    [[nodiscard]] const system::Topology &topology() const noexcept { return _topology; }
+
+    /// Any thread that is not one of this runtime's workers.
+    void spawn_external(Task &task) noexcept;
+    void *allocate_external(std::uint8_t size_class) noexcept;
+    void free_external(void *memory, std::uint8_t size_class) noexcept;
+
+    void request_stop() noexcept;
+    [[nodiscard]] bool stop_requested() const noexcept { return _stop_requested.load(std::memory_order_acquire); }
+    /// Called by a worker that found no work: wakes threads blocked in wait().
+    void notify_idle() noexcept;
+
+    [[nodiscard]] std::uint64_t live_tasks() const noexcept;
+
+    /// Runtime-owned tasks too large for the size classes (rare): counted for live_tasks().
+    void count_oversized(std::int64_t delta) noexcept {
+        _oversized_live.fetch_add(delta, std::memory_order_relaxed);
+    }
+
+    static void mark_runtime_owned(Task &task, std::uint8_t size_class) noexcept { task._size_class = size_class; }
+    static std::uint8_t size_class_of(const Task &task) noexcept { return task._size_class; }
+    /// Destroys a runtime-owned task from a thread that is not a worker.
+    void destroy_external(Task &task) noexcept;
+
+private:
+    [[nodiscard]] bool quiescent() const noexcept;
+
+    system::Topology _topology;
+    std::vector<std::unique_ptr<memory::RegionHeap>> _heaps; // one per region
+    std::vector<std::unique_ptr<Worker>> _workers;
+    std::vector<std::vector<std::uint16_t>> _regions; // worker ids per region
+    std::vector<std::thread> _threads;                // owned by the thread calling start/stop
+    bool _pin_workers;
+
+    std::mutex _external_mutex;
+    std::unique_ptr<memory::TaskAllocator> _external_allocator; // guarded by _external_mutex
+
+    // Shared: written by outside threads / workers, read by everyone.
+    alignas(system::cache_line_size) std::atomic<std::uint64_t> _external_spawned{0};
+    std::atomic<std::uint32_t> _next_external_worker{0};
+    alignas(system::cache_line_size) std::atomic<bool> _stop_requested{false};
+    std::atomic<std::uint32_t> _waiters{0};
+    std::atomic<std::uint32_t> _idle_events{0}; // futex word for wait()
+    std::atomic<std::int64_t> _oversized_live{0};
+};
+
+/// The worker running on this thread, or nullptr outside any runtime's workers.
+Worker *current_worker() noexcept;
+
+/// Prints a clear message and aborts: task descriptors cannot be allocated.
+[[noreturn]] void out_of_task_memory() noexcept;
+
+// ---- inline hot paths ---------------------------------------------------------------------
+
+inline void Worker::spawn(Task &task) noexcept {
+    std::uint16_t target = task.target_worker();
+    if (target == any_worker) {
+        if (task.target_region() == any_region) [[likely]] {
+            _pool.push_local(task);
+            bump(_shared.spawned_local);
+            return;
+        }
+        const std::uint8_t region = task.target_region();
+        MX_ASSERT(region < _core->region_count(), "task annotated with a NUMA region the runtime does not have");
+        const auto &workers = _core->workers_of_region(region);
+        target = workers[_region_round_robin++ % workers.size()];
+    }
+    MX_ASSERT(target < _core->worker_count(), "task annotated with a worker the runtime does not have");
+    if (target == _id) {
+        _pool.push_local(task);
+        bump(_shared.spawned_local);
+    } else {
+        bump(_shared.spawned_remote);
+        _core->worker(target).push_remote(task, _region);
+    }
+}
+
+template <class T, class... Args>
+T *Worker::new_task(Args &&...args) noexcept {
+    static_assert(std::is_base_of_v<Task, T>, "new_task creates tasks");
+    static_assert(alignof(T) <= system::cache_line_size, "over-aligned tasks are not supported");
+    constexpr std::uint8_t size_class = memory::size_class_of(sizeof(T));
+    void *memory = nullptr;
+    if constexpr (size_class == memory::oversized_class) {
+        memory = ::operator new(sizeof(T), std::align_val_t{system::cache_line_size}, std::nothrow);
+        _core->count_oversized(1);
+    } else {
+        memory = _allocator.allocate(size_class);
+    }
+    if (memory == nullptr) [[unlikely]] {
+        out_of_task_memory();
+    }
+    T *task = new (memory) T(std::forward<Args>(args)...);
+    RuntimeCore::mark_runtime_owned(*task, size_class);
+    return task;
+}
+
+} // namespace mx::tasking::detail

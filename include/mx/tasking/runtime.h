@@ -1,0 +1,129 @@
+#pragma once
+
+// The public face of the runtime: start workers, spawn tasks from anywhere, wait, stop.
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "mx/system/topology.h"
+#include "mx/tasking/annotation.h"
+#include "mx/tasking/config.h"
+#include "mx/tasking/detail/worker.h"
+#include "mx/tasking/task.h"
+
+namespace mx::tasking {
+
+class Runtime;
+
+/// Handed to Task::execute: the worker the task runs on, and spawning from inside a task
+/// without any global lookup.
+class TaskContext {
+public:
+    explicit TaskContext(detail::Worker &worker) noexcept : _worker(&worker) {}
+
+    [[nodiscard]] std::uint16_t worker_id() const noexcept { return _worker->id(); }
+    [[nodiscard]] std::uint8_t numa_region() const noexcept { return _worker->region(); }
+    [[nodiscard]] std::uint16_t worker_count() const noexcept { return _worker->core().worker_count(); }
+    [[nodiscard]] std::uint16_t region_count() const noexcept { return _worker->core().region_count(); }
+
+    /// Dispatches a task by its annotations (local by default). The task must not be queued.
+    void spawn(Task &task) noexcept { _worker->spawn(task); }
+
+    /// Creates a runtime-owned task from the worker-local allocator.
+    template <class T, class... Args>
+    T *new_task(Args &&...args) noexcept {
+        return _worker->new_task<T>(std::forward<Args>(args)...);
+    }
+    template <TaskFunction F>
+    Task *new_task(F function, const Annotation &annotation = {}) noexcept {
+        return _worker->new_task<LambdaTask<F>>(std::move(function), annotation);
+    }
+    template <TaskFunction F>
+    void spawn(F function, const Annotation &annotation = {}) noexcept {
+        spawn(*new_task(std::move(function), annotation));
+    }
+    /// Destroys a runtime-owned task that is not queued (e.g. one that returned done()).
+    void delete_task(Task &task) noexcept { _worker->destroy(task); }
+
+private:
+    detail::Worker *_worker;
+};
+
+class Runtime {
+public:
+    /// Starts the workers. Throws ConfigError naming the problem on a bad configuration.
+    explicit Runtime(const RuntimeConfig &config = {});
+    ~Runtime();
+    Runtime(const Runtime &) = delete;
+    Runtime &operator=(const Runtime &) = delete;
+
+    /// Starts the workers again after stop(). No-op when running.
+    void start();
+    /// Stops and joins the workers. Tasks still queued are destroyed if runtime-owned.
+    void stop() noexcept;
+    [[nodiscard]] bool running() const noexcept { return _core->running(); }
+
+    /// Blocks until every spawned task has run (and every task they spawned), or until a task
+    /// returned TaskResult::stop(). Call from outside the workers.
+    void wait() noexcept { _core->wait(); }
+
+    /// Any thread: from a worker of this runtime it dispatches like TaskContext::spawn; from
+    /// elsewhere it goes to the annotated worker/region or round-robin over all workers.
+    void spawn(Task &task) noexcept {
+        detail::Worker *worker = detail::current_worker();
+        if (worker != nullptr && &worker->core() == _core.get()) {
+            worker->spawn(task);
+        } else {
+            _core->spawn_external(task);
+        }
+    }
+    template <TaskFunction F>
+    void spawn(F function, const Annotation &annotation = {}) noexcept {
+        spawn(*new_task(std::move(function), annotation));
+    }
+
+    template <class T, class... Args>
+    T *new_task(Args &&...args) noexcept;
+    template <TaskFunction F>
+    Task *new_task(F function, const Annotation &annotation = {}) noexcept {
+        return new_task<LambdaTask<F>>(std::move(function), annotation);
+    }
+    void delete_task(Task &task) noexcept;
+
+    [[nodiscard]] std::uint16_t worker_count() const noexcept { return _core->worker_count(); }
+    [[nodiscard]] std::uint16_t region_count() const noexcept { return _core->region_count(); }
+    [[nodiscard]] const system::Topology &topology() const noexcept { return _core->topology(); }
+    [[nodiscard]] std::vector<WorkerStatistics> statistics() const;
+    /// Runtime-owned tasks allocated and not yet freed (0 after wait() unless a task leaked).
+    [[nodiscard]] std::uint64_t live_tasks() const noexcept { return _core->live_tasks(); }
+
+private:
+    std::unique_ptr<detail::RuntimeCore> _core;
+};
+
+template <class T, class... Args>
+T *Runtime::new_task(Args &&...args) noexcept {
+    detail::Worker *worker = detail::current_worker();
+    if (worker != nullptr && &worker->core() == _core.get()) {
+        return worker->new_task<T>(std::forward<Args>(args)...);
+    }
+    static_assert(alignof(T) <= system::cache_line_size, "over-aligned tasks are not supported");
+    constexpr std::uint8_t size_class = memory::size_class_of(sizeof(T));
+    void *memory = nullptr;
+    if constexpr (size_class == memory::oversized_class) {
+        memory = ::operator new(sizeof(T), std::align_val_t{system::cache_line_size}, std::nothrow);
+        _core->count_oversized(1);
+    } else {
+        memory = _core->allocate_external(size_class);
+    }
+    if (memory == nullptr) [[unlikely]] {
+        detail::out_of_task_memory();
+    }
+    T *task = new (memory) T(std::forward<Args>(args)...);
+    detail::RuntimeCore::mark_runtime_owned(*task, size_class);
+    return task;
+}
+
+} // namespace mx::tasking

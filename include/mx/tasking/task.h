@@ -1,0 +1,175 @@
+#pragma once
+
+// The task: an intrusive, run-to-completion unit of work with a one-cache-line header that holds
+// its annotations and the runtime's bookkeeping.
+
+#include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "mx/system/cpu.h"
+#include "mx/tasking/annotation.h"
+#include "mx/util/assert.h"
+
+namespace mx::tasking {
+
+class TaskContext;
+
+/// What a task asks the runtime to do once its execute() returned.
+class TaskResult {
+public:
+    enum class Action : std::uint8_t { keep, remove, stop };
+
+    /// The task is finished; its memory belongs to whoever created it (not the runtime).
+    static constexpr TaskResult done() noexcept { return {nullptr, Action::keep}; }
+    /// The task is finished; the runtime destroys it and returns its memory.
+    static constexpr TaskResult remove() noexcept { return {nullptr, Action::remove}; }
+    /// Dispatch `next` as if spawned by this task; the task itself is kept.
+    static constexpr TaskResult successor(Task *next) noexcept { return {next, Action::keep}; }
+    /// Dispatch `next`, then destroy this task.
+    static constexpr TaskResult successor_and_remove(Task *next) noexcept { return {next, Action::remove}; }
+    /// Ask the runtime to stop: workers leave their loops; Runtime::wait() returns.
+    static constexpr TaskResult stop() noexcept { return {nullptr, Action::stop}; }
+
+    [[nodiscard]] Task *next() const noexcept { return _successor; }
+    [[nodiscard]] Action action() const noexcept { return _action; }
+
+private:
+    constexpr TaskResult(Task *successor, Action action) noexcept : _successor(successor), _action(action) {}
+    Task *_successor;
+    Action _action;
+};
+
+namespace detail {
+class Worker;
+class TaskPool;
+template <class T>
+class IntrusiveQueue;
+template <class T>
+class MpscQueue;
+class RuntimeCore;
+} // namespace detail
+
+/// Base class of every task. Subclasses implement execute(); the header holds the annotations.
+/// A task is spawned at most once at a time: it is linked into exactly one queue until it runs.
+class alignas(system::cache_line_size) Task {
+public:
+    Task() noexcept = default;
+    explicit Task(const Annotation &annotation) noexcept { annotate(annotation); }
+    Task(const Task &) = delete;
+    Task &operator=(const Task &) = delete;
+    virtual ~Task() = default;
+
+    virtual TaskResult execute(TaskContext &context) noexcept = 0;
+
+    void annotate(const Annotation &annotation) noexcept {
+        _target_worker = annotation.target_worker;
+        _target_region = annotation.target_region;
+        _priority = annotation.priority;
+        _resource = annotation.resource;
+        _access = annotation.access;
+        _prefetch = annotation.prefetch;
+        _squad = annotation.squad;
+        _expected_cycles = annotation.expected_cycles;
+    }
+    [[nodiscard]] Annotation annotation() const noexcept {
+        return Annotation{.target_worker = _target_worker,
+                          .target_region = _target_region,
+                          .priority = _priority,
+                          .resource = _resource,
+                          .access = _access,
+                          .prefetch = _prefetch,
+                          .squad = _squad,
+                          .expected_cycles = _expected_cycles};
+    }
+
+    void annotate(std::uint16_t target_worker) noexcept { _target_worker = target_worker; }
+    void annotate(Priority priority) noexcept { _priority = priority; }
+    void annotate(ResourcePtr resource, AccessMode access) noexcept {
+        _resource = resource;
+        _access = access;
+    }
+    void annotate(PrefetchHint prefetch) noexcept { _prefetch = prefetch; }
+    void annotate_region(std::uint8_t region) noexcept { _target_region = region; }
+    void annotate(Squad *squad) noexcept { _squad = squad; }
+
+    [[nodiscard]] std::uint16_t target_worker() const noexcept { return _target_worker; }
+    [[nodiscard]] std::uint8_t target_region() const noexcept { return _target_region; }
+    [[nodiscard]] Priority priority() const noexcept { return _priority; }
+    [[nodiscard]] ResourcePtr resource() const noexcept { return _resource; }
+    [[nodiscard]] AccessMode access() const noexcept { return _access; }
+    [[nodiscard]] PrefetchHint prefetch_hint() const noexcept { return _prefetch; }
+    [[nodiscard]] Squad *squad() const noexcept { return _squad; }
+    [[nodiscard]] std::uint32_t expected_cycles() const noexcept { return _expected_cycles; }
+
+    /// True when the runtime allocated this task (new_task) and may destroy it.
+    [[nodiscard]] bool is_runtime_owned() const noexcept { return _size_class != not_runtime_owned; }
+
+private:
+    template <class T>
+    friend class detail::IntrusiveQueue;
+    template <class T>
+    friend class detail::MpscQueue;
+    friend class detail::Worker;
+    friend class detail::RuntimeCore;
+
+    static constexpr std::uint8_t not_runtime_owned = 0xFF;
+
+    // Queue link. Written by the producer that enqueues the task and read by the consumer
+    // worker; atomic because the multi-producer queue publishes through it.
+    std::atomic<Task *> _next{nullptr};
+    ResourcePtr _resource{};
+    PrefetchHint _prefetch{};
+    Squad *_squad{nullptr};
+    std::uint32_t _expected_cycles{0};
+    std::uint16_t _target_worker{any_worker};
+    std::uint8_t _target_region{any_region};
+    Priority _priority{Priority::normal};
+    AccessMode _access{AccessMode::none};
+
+protected:
+    // Runtime bookkeeping, written by the allocating thread before the first spawn.
+    // Size class of the allocation (memory::TaskAllocator) or not_runtime_owned.
+    std::uint8_t _size_class{not_runtime_owned};
+};
+
+static_assert(sizeof(Task) == system::cache_line_size, "the task header must stay one cache line");
+
+/// Callables that can become tasks: invoked with the context or with nothing; may return a
+/// TaskResult, otherwise the lambda task removes itself after running.
+template <class F>
+concept TaskFunction = std::is_nothrow_move_constructible_v<F> &&
+                       (std::invocable<F &, TaskContext &> || std::invocable<F &>);
+
+template <TaskFunction F>
+class LambdaTask final : public Task {
+public:
+    explicit LambdaTask(F function, const Annotation &annotation = {}) noexcept
+        : Task(annotation), _function(std::move(function)) {}
+
+    TaskResult execute(TaskContext &context) noexcept override {
+        if constexpr (std::invocable<F &, TaskContext &>) {
+            if constexpr (std::is_same_v<std::invoke_result_t<F &, TaskContext &>, TaskResult>) {
+                return _function(context);
+            } else {
+                _function(context);
+                return is_runtime_owned() ? TaskResult::remove() : TaskResult::done();
+            }
+        } else {
+            static_cast<void>(context);
+            if constexpr (std::is_same_v<std::invoke_result_t<F &>, TaskResult>) {
+                return _function();
+            } else {
+                _function();
+                return is_runtime_owned() ? TaskResult::remove() : TaskResult::done();
+            }
+        }
+    }
+
+private:
+    F _function;
+};
+
+} // namespace mx::tasking

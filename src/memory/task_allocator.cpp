@@ -1,0 +1,147 @@
+#include "mx/memory/task_allocator.h"
+
+#include <numa.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+
+namespace mx::memory {
+
+namespace {
+bool numa_usable() noexcept {
+    static const bool usable = numa_available() >= 0;
+    return usable;
+}
+} // namespace
+
+RegionHeap::RegionHeap(std::uint8_t memory_node, std::size_t chunk_bytes)
+    : _memory_node(memory_node), _chunk_bytes(chunk_bytes) {}
+
+RegionHeap::~RegionHeap() {
+    for (const Chunk &chunk : _chunks) {
+#if defined(MX_ASAN)
+        ASAN_UNPOISON_MEMORY_REGION(chunk.memory, chunk.bytes);
+#endif
+        if (numa_usable()) {
+            numa_free(chunk.memory, chunk.bytes);
+        } else {
+            munmap(chunk.memory, chunk.bytes);
+        }
+    }
+}
+
+bool RegionHeap::new_chunk(std::size_t at_least) noexcept {
+    const std::size_t bytes = std::max(_chunk_bytes, at_least);
+    void *memory = nullptr;
+    if (numa_usable() && _memory_node <= numa_max_node()) {
+        memory = numa_alloc_onnode(bytes, _memory_node);
+    } else {
+        memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (memory == MAP_FAILED) {
+            memory = nullptr;
+        }
+    }
+    if (memory == nullptr) {
+        return false;
+    }
+    _chunks.push_back(Chunk{memory, bytes});
+    _bump = static_cast<std::byte *>(memory);
+    _bump_end = _bump + bytes;
+    return true;
+}
+
+FreeBlock *RegionHeap::take(std::uint8_t size_class, std::uint32_t count) noexcept {
+    const std::size_t block_size = task_size_classes[size_class];
+    std::lock_guard lock{_mutex};
+    FreeBlock *head = nullptr;
+    // Returned blocks first: they are warm and already NUMA-local.
+    while (count > 0 && _returned[size_class] != nullptr) {
+        FreeBlock *block = _returned[size_class];
+#if defined(MX_ASAN)
+        ASAN_UNPOISON_MEMORY_REGION(block, block_size);
+#endif
+        _returned[size_class] = block->next;
+        block->next = head;
+        head = block;
+        --count;
+    }
+    if (count > 0) {
+        const std::size_t needed = block_size * count;
+        if (static_cast<std::size_t>(_bump_end - _bump) < needed && !new_chunk(needed)) {
+            return head;
+        }
+        for (std::uint32_t i = 0; i < count; ++i) {
+            auto *block = reinterpret_cast<FreeBlock *>(_bump);
+            _bump += block_size;
+            block->next = head;
+            head = block;
+        }
+    }
+    return head;
+}
+
+void RegionHeap::give_back(std::uint8_t size_class, FreeBlock *head, FreeBlock *tail,
+                           [[maybe_unused]] std::uint32_t count) noexcept {
+    std::lock_guard lock{_mutex};
+    tail->next = _returned[size_class];
+    _returned[size_class] = head;
+}
+
+std::size_t RegionHeap::reserved_bytes() const noexcept {
+    std::lock_guard lock{_mutex};
+    std::size_t bytes = 0;
+    for (const Chunk &chunk : _chunks) {
+        bytes += chunk.bytes;
+    }
+    return bytes;
+}
+
+FreeBlock *TaskAllocator::refill(std::uint8_t size_class) noexcept {
+    FreeBlock *head = _heap->take(size_class, _batch);
+    std::uint32_t count = 0;
+    for (FreeBlock *block = head; block != nullptr; block = block->next) {
+        ++count;
+    }
+    _lists[size_class] = head;
+    _counts[size_class] = count;
+    bump(_refills);
+    return head;
+}
+
+void TaskAllocator::give_back(std::uint8_t size_class) noexcept {
+    // Keep one batch warm, hand the rest back.
+    FreeBlock *keep_tail = _lists[size_class];
+    for (std::uint32_t i = 1; i < _batch; ++i) {
+        keep_tail = keep_tail->next;
+    }
+    FreeBlock *head = keep_tail->next;
+    FreeBlock *tail = head;
+    std::uint32_t count = 1;
+    while (tail->next != nullptr) {
+        tail = tail->next;
+        ++count;
+    }
+    keep_tail->next = nullptr;
+    _heap->give_back(size_class, head, tail, count);
+    _counts[size_class] = _batch;
+}
+
+void TaskAllocator::flush() noexcept {
+    for (std::uint8_t c = 0; c < size_class_count; ++c) {
+        FreeBlock *head = _lists[c];
+        if (head == nullptr) {
+            continue;
+        }
+        FreeBlock *tail = head;
+        std::uint32_t count = 1;
+        while (tail->next != nullptr) {
+            tail = tail->next;
+            ++count;
+        }
+        _heap->give_back(c, head, tail, count);
+        _lists[c] = nullptr;
+        _counts[c] = 0;
+    }
+}
+
+} // namespace mx::memory

@@ -1,0 +1,472 @@
+#include "mx/tasking/runtime.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+
+namespace mx::tasking {
+
+namespace detail {
+
+namespace {
+
+thread_local Worker *tls_worker = nullptr;
+
+void futex_wait(std::atomic<std::uint32_t> &word, std::uint32_t expected, const timespec *timeout) noexcept {
+    static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&word), FUTEX_WAIT_PRIVATE, expected, timeout, nullptr, 0);
+}
+
+void futex_wake(std::atomic<std::uint32_t> &word, int count) noexcept {
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+}
+
+std::string cpu_list(const std::vector<std::uint16_t> &cpus) {
+    std::string text;
+    for (const std::uint16_t cpu : cpus) {
+        text += (text.empty() ? "" : ",") + std::to_string(cpu);
+    }
+    return text;
+}
+
+struct ResolvedCore {
+    std::uint16_t cpu;
+    std::uint8_t region;
+    std::uint8_t memory_node;
+};
+
+/// Turns a configuration into the list of workers (cpu, region, memory node), or throws
+/// ConfigError with a message a user can act on.
+std::vector<ResolvedCore> resolve(const RuntimeConfig &config, system::Topology &topology) {
+    std::string shape_text = config.topology;
+    std::string source = "RuntimeConfig::topology";
+    if (shape_text.empty()) {
+        if (const char *env = std::getenv("MX_TOPOLOGY"); env != nullptr && *env != '\0') {
+            shape_text = env;
+            source = "MX_TOPOLOGY";
+        }
+    }
+    if (!shape_text.empty()) {
+        const system::ShapeParse parsed = system::parse_simulated_shape(shape_text);
+        if (!parsed.shape) {
+            throw ConfigError{source + ": " + parsed.error};
+        }
+        topology = system::Topology::simulated(*parsed.shape);
+    } else {
+        topology = system::Topology::detect();
+    }
+    if (topology.cache_line_size() > system::cache_line_size) {
+        throw ConfigError{"cache line of " + std::to_string(topology.cache_line_size()) +
+                          " bytes is larger than the compiled-in 64; rebuild with a larger mx::system::cache_line_size"};
+    }
+    if (config.task_buffer_size == 0) {
+        throw ConfigError{"task_buffer_size must be at least 1"};
+    }
+    if (config.allocator_batch == 0) {
+        throw ConfigError{"allocator_batch must be at least 1"};
+    }
+
+    std::vector<system::Core> cores = topology.cores();
+    if (!config.cores.empty()) {
+        const auto &usable = topology.usable_cpus();
+        std::vector<std::uint16_t> seen;
+        for (const std::uint16_t cpu : config.cores) {
+            if (std::find(usable.begin(), usable.end(), cpu) == usable.end()) {
+                throw ConfigError{"core " + std::to_string(cpu) +
+                                  " does not exist or is outside this process's CPU affinity (usable: " +
+                                  cpu_list(usable) + ")"};
+            }
+            if (std::find(seen.begin(), seen.end(), cpu) != seen.end()) {
+                throw ConfigError{"core " + std::to_string(cpu) + " is listed twice"};
+            }
+            seen.push_back(cpu);
+        }
+        if (topology.is_simulated()) {
+            for (std::size_t i = 0; i < cores.size(); ++i) {
+                cores[i].cpu = config.cores[i % config.cores.size()];
+            }
+        } else {
+            cores.clear();
+            for (const std::uint16_t cpu : config.cores) {
+                cores.push_back(system::Core{cpu, 0, topology.memory_node_of_cpu(cpu)});
+            }
+        }
+    }
+    const std::size_t workers = config.workers.value_or(static_cast<std::uint16_t>(cores.size()));
+    if (workers == 0) {
+        throw ConfigError{"a runtime needs at least one worker (workers = 0)"};
+    }
+    if (workers > 4096) {
+        throw ConfigError{"at most 4096 workers are supported"};
+    }
+
+    std::vector<ResolvedCore> resolved;
+    for (std::size_t i = 0; i < workers; ++i) {
+        const system::Core &core = cores[i % cores.size()];
+        // Without a simulated shape, regions follow the real node of each CPU.
+        const std::uint8_t key = topology.is_simulated() ? core.numa_region : core.memory_node;
+        resolved.push_back(ResolvedCore{core.cpu, key, core.memory_node});
+    }
+    // Number regions densely in order of first appearance, so none is empty.
+    std::vector<std::uint8_t> keys;
+    for (auto &core : resolved) {
+        auto it = std::find(keys.begin(), keys.end(), core.region);
+        if (it == keys.end()) {
+            keys.push_back(core.region);
+            it = keys.end() - 1;
+        }
+        core.region = static_cast<std::uint8_t>(it - keys.begin());
+    }
+    return resolved;
+}
+
+} // namespace
+
+Worker *current_worker() noexcept { return tls_worker; }
+
+void out_of_task_memory() noexcept {
+    std::fputs("mxtasking: out of memory while allocating a task descriptor\n", stderr);
+    std::abort();
+}
+
+Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu,
+               memory::RegionHeap &heap, const RuntimeConfig &config)
+    : _core(&core), _id(id), _region(region), _cpu(cpu), _prefetch_distance(config.prefetch_distance),
+      _idle_spin_cycles(config.idle_spin_cycles), _allocator(heap, config.allocator_batch),
+      _pool(core.region_count()), _buffer(config.task_buffer_size, nullptr) {}
+
+void Worker::run() noexcept {
+    tls_worker = this;
+    const auto capacity = static_cast<std::uint32_t>(_buffer.size());
+    while (!_core->stop_requested()) {
+        _buffer_size = _pool.fill(_buffer.data(), capacity, _region);
+        _buffer_position = 0;
+        if (_buffer_size == 0) {
+            idle();
+            continue;
+        }
+        while (_buffer_position < _buffer_size) {
+            if (_prefetch_distance > 0 && _buffer_position + _prefetch_distance < _buffer_size) {
+                system::prefetch(_buffer[_buffer_position + _prefetch_distance]);
+            }
+            Task *task = _buffer[_buffer_position++];
+            execute(*task);
+            if (_core->stop_requested()) [[unlikely]] {
+                break;
+            }
+        }
+    }
+    tls_worker = nullptr;
+}
+
+void Worker::execute(Task &task) noexcept {
+    TaskContext context{*this};
+    const TaskResult result = task.execute(context);
+    if (result.next() != nullptr) {
+        spawn(*result.next());
+    }
+    switch (result.action()) {
+    case TaskResult::Action::keep:
+        break;
+    case TaskResult::Action::remove:
+        destroy(task);
+        break;
+    case TaskResult::Action::stop:
+        if (task.is_runtime_owned()) {
+            destroy(task);
+        }
+        _core->request_stop();
+        break;
+    }
+    // Release: a thread in wait() that sees this count also sees every spawn above.
+    bump(_shared.completed, std::memory_order_release);
+}
+
+void Worker::destroy(Task &task) noexcept {
+    MX_ASSERT(task.is_runtime_owned(), "TaskResult::remove() from a task the runtime did not allocate");
+    const std::uint8_t size_class = RuntimeCore::size_class_of(task);
+    task.~Task();
+    if (size_class == memory::oversized_class) {
+        ::operator delete(static_cast<void *>(&task), std::align_val_t{system::cache_line_size});
+        _core->count_oversized(-1);
+    } else {
+        _allocator.free(&task, size_class);
+    }
+}
+
+void Worker::idle() noexcept {
+    const std::uint64_t start = system::cycles();
+    _core->notify_idle();
+    while (!_core->stop_requested() && _pool.empty()) {
+        if (system::cycles() - start > _idle_spin_cycles) {
+            sleep();
+        } else {
+            system::pause();
+        }
+    }
+    _shared.idle_cycles.store(_shared.idle_cycles.load(std::memory_order_relaxed) + (system::cycles() - start),
+                              std::memory_order_relaxed);
+}
+
+void Worker::sleep() noexcept {
+    // Dekker-style handshake with push_remote(): both sides use seq_cst, so either the
+    // producer sees sleeping == 1 and wakes us, or we see its task in the pool here.
+    _shared.sleeping.store(1, std::memory_order_seq_cst);
+    if (!_pool.empty() || _core->stop_requested()) {
+        _shared.sleeping.store(0, std::memory_order_relaxed);
+        return;
+    }
+    bump(_shared.sleeps);
+    while (_shared.sleeping.load(std::memory_order_acquire) == 1) {
+        futex_wait(_shared.sleeping, 1, nullptr);
+    }
+}
+
+void Worker::wake() noexcept {
+    if (_shared.sleeping.exchange(0, std::memory_order_seq_cst) == 1) {
+        futex_wake(_shared.sleeping, 1);
+    }
+}
+
+void Worker::drain() noexcept {
+    const auto discard = [this](Task *task) {
+        if (task->is_runtime_owned()) {
+            destroy(*task);
+        }
+        bump(_shared.completed, std::memory_order_release);
+    };
+    for (; _buffer_position < _buffer_size; ++_buffer_position) {
+        discard(_buffer[_buffer_position]);
+    }
+    _buffer_size = _buffer_position = 0;
+    while (true) {
+        const std::uint32_t count = _pool.fill(_buffer.data(), static_cast<std::uint32_t>(_buffer.size()), _region);
+        if (count == 0) {
+            break;
+        }
+        for (std::uint32_t i = 0; i < count; ++i) {
+            discard(_buffer[i]);
+        }
+    }
+}
+
+WorkerStatistics Worker::statistics() const noexcept {
+    WorkerStatistics s;
+    s.worker = _id;
+    s.cpu = _cpu;
+    s.numa_region = _region;
+    s.tasks_executed = _shared.completed.load(std::memory_order_relaxed);
+    s.spawned_local = _shared.spawned_local.load(std::memory_order_relaxed);
+    s.spawned_remote = _shared.spawned_remote.load(std::memory_order_relaxed);
+    s.allocator_refills = _allocator.refills();
+    s.idle_cycles = _shared.idle_cycles.load(std::memory_order_relaxed);
+    s.sleeps = _shared.sleeps.load(std::memory_order_relaxed);
+    return s;
+}
+
+RuntimeCore::RuntimeCore(const RuntimeConfig &config) : _pin_workers(config.pin_workers) {
+    const std::vector<ResolvedCore> cores = resolve(config, _topology);
+    std::uint8_t regions = 0;
+    for (const auto &core : cores) {
+        regions = std::max<std::uint8_t>(regions, static_cast<std::uint8_t>(core.region + 1));
+    }
+    _regions.resize(regions);
+    _heaps.resize(regions);
+    for (const auto &core : cores) {
+        if (!_heaps[core.region]) {
+            _heaps[core.region] = std::make_unique<memory::RegionHeap>(core.memory_node);
+        }
+    }
+    for (std::size_t id = 0; id < cores.size(); ++id) {
+        const auto &core = cores[id];
+        _regions[core.region].push_back(static_cast<std::uint16_t>(id));
+        _workers.push_back(std::make_unique<Worker>(*this, static_cast<std::uint16_t>(id), core.region, core.cpu,
+                                                    *_heaps[core.region], config));
+    }
+    _external_allocator = std::make_unique<memory::TaskAllocator>(*_heaps[0], config.allocator_batch);
+}
+
+RuntimeCore::~RuntimeCore() {
+    stop();
+    for (auto &worker : _workers) {
+        worker->drain();
+    }
+}
+
+void RuntimeCore::start() {
+    if (running()) {
+        return;
+    }
+    _stop_requested.store(false, std::memory_order_seq_cst);
+    _threads.reserve(_workers.size());
+    for (auto &worker : _workers) {
+        Worker *w = worker.get();
+        _threads.emplace_back([w, pin = _pin_workers] {
+            if (pin) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(w->cpu(), &set);
+                if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+                    std::fprintf(stderr, "mxtasking: could not pin worker %u to cpu %u; running unpinned\n",
+                                 unsigned{w->id()}, unsigned{w->cpu()});
+                }
+            }
+            const std::string name = "mx-worker-" + std::to_string(w->id());
+            pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+            w->run();
+        });
+    }
+}
+
+void RuntimeCore::stop() noexcept {
+    if (!running()) {
+        return;
+    }
+    request_stop();
+    for (auto &thread : _threads) {
+        thread.join();
+    }
+    _threads.clear();
+    // Tasks still queued will never run: destroy those the runtime owns so nothing leaks, and
+    // count them as completed so a later wait() after start() is not confused.
+    for (auto &worker : _workers) {
+        worker->drain();
+    }
+}
+
+void RuntimeCore::request_stop() noexcept {
+    _stop_requested.store(true, std::memory_order_seq_cst);
+    for (auto &worker : _workers) {
+        worker->wake();
+    }
+    _idle_events.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(_idle_events, INT_MAX);
+}
+
+void RuntimeCore::notify_idle() noexcept {
+    if (_waiters.load(std::memory_order_seq_cst) > 0) {
+        _idle_events.fetch_add(1, std::memory_order_seq_cst);
+        futex_wake(_idle_events, INT_MAX);
+    }
+}
+
+bool RuntimeCore::quiescent() const noexcept {
+    // Completed counts first, then spawned: a task whose completion we count had its spawn
+    // counted before (release/acquire through the queue and the counters), so equal sums mean
+    // no task was queued or running at the moment between the two passes.
+    std::uint64_t completed = 0;
+    for (const auto &worker : _workers) {
+        completed += worker->completed();
+    }
+    std::uint64_t spawned = _external_spawned.load(std::memory_order_acquire);
+    for (const auto &worker : _workers) {
+        spawned += worker->spawned();
+    }
+    return completed == spawned;
+}
+
+void RuntimeCore::wait() noexcept {
+    MX_ASSERT(current_worker() == nullptr || &current_worker()->core() != this,
+              "Runtime::wait() called from one of the runtime's own workers would deadlock");
+    _waiters.fetch_add(1, std::memory_order_seq_cst);
+    const timespec timeout{0, 10'000'000}; // a safety net only; wake-ups come from notify_idle
+    while (true) {
+        const std::uint32_t events = _idle_events.load(std::memory_order_seq_cst);
+        if (stop_requested() || quiescent() || !running()) {
+            break;
+        }
+        futex_wait(_idle_events, events, &timeout);
+    }
+    _waiters.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void RuntimeCore::spawn_external(Task &task) noexcept {
+    std::uint16_t target = task.target_worker();
+    if (target == any_worker) {
+        const std::uint32_t ticket = _next_external_worker.fetch_add(1, std::memory_order_relaxed);
+        if (task.target_region() == any_region) {
+            target = static_cast<std::uint16_t>(ticket % _workers.size());
+        } else {
+            MX_ASSERT(task.target_region() < region_count(), "task annotated with a NUMA region the runtime does not have");
+            const auto &workers = _regions[task.target_region()];
+            target = workers[ticket % workers.size()];
+        }
+    }
+    MX_ASSERT(target < _workers.size(), "task annotated with a worker the runtime does not have");
+    _external_spawned.fetch_add(1, std::memory_order_seq_cst);
+    Worker &worker = *_workers[target];
+    worker.push_remote(task, worker.region());
+}
+
+void *RuntimeCore::allocate_external(std::uint8_t size_class) noexcept {
+    std::lock_guard lock{_external_mutex};
+    return _external_allocator->allocate(size_class);
+}
+
+void RuntimeCore::free_external(void *memory, std::uint8_t size_class) noexcept {
+    std::lock_guard lock{_external_mutex};
+    _external_allocator->free(memory, size_class);
+}
+
+void RuntimeCore::destroy_external(Task &task) noexcept {
+    MX_ASSERT(task.is_runtime_owned(), "delete_task() on a task the runtime did not allocate");
+    const std::uint8_t size_class = size_class_of(task);
+    task.~Task();
+    if (size_class == memory::oversized_class) {
+        ::operator delete(static_cast<void *>(&task), std::align_val_t{system::cache_line_size});
+        count_oversized(-1);
+    } else {
+        free_external(&task, size_class);
+    }
+}
+
+std::uint64_t RuntimeCore::live_tasks() const noexcept {
+    std::int64_t live = _oversized_live.load(std::memory_order_relaxed);
+    const auto count = [&live](const memory::TaskAllocator &allocator) {
+        live += static_cast<std::int64_t>(allocator.allocated()) - static_cast<std::int64_t>(allocator.freed());
+    };
+    for (const auto &worker : _workers) {
+        count(worker->allocator());
+    }
+    count(*_external_allocator);
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(live, 0));
+}
+
+} // namespace detail
+
+Runtime::Runtime(const RuntimeConfig &config) : _core(std::make_unique<detail::RuntimeCore>(config)) {
+    _core->start();
+}
+
+Runtime::~Runtime() { _core->stop(); }
+
+void Runtime::start() { _core->start(); }
+
+void Runtime::stop() noexcept { _core->stop(); }
+
+void Runtime::delete_task(Task &task) noexcept {
+    detail::Worker *worker = detail::current_worker();
+    if (worker != nullptr && &worker->core() == _core.get()) {
+        worker->destroy(task);
+    } else {
+        _core->destroy_external(task);
+    }
+}
+
+std::vector<WorkerStatistics> Runtime::statistics() const {
+    std::vector<WorkerStatistics> result;
+    for (std::uint16_t id = 0; id < _core->worker_count(); ++id) {
+        result.push_back(_core->worker(id).statistics());
+    }
+    return result;
+}
+
+} // namespace mx::tasking

@@ -23,7 +23,8 @@ ShapeParse parse_simulated_shape(std::string_view text) {
     unsigned regions = 0;
     unsigned cores = 0;
     if (!parse(text.substr(0, x), regions) || !parse(text.substr(x + 1), cores)) {
-        return {std::nullopt, "topology '" + std::string{text} + "': R and C in RxC must be positive integers"};
+        return {std::nullopt,
+                "topology '" + std::string{text} + "': R and C in RxC must be positive integers"};
     }
     if (regions == 0 || cores == 0 || regions > 64 || regions * cores > 4096) {
         return {std::nullopt, "topology '" + std::string{text} +
@@ -140,8 +141,8 @@ std::string Topology::describe() const {
     std::ostringstream out;
     out << _cores.size() << " cores in " << _numa_regions << " NUMA region(s)"
         << (_simulated ? " (simulated)" : "") << ", " << _memory_nodes << " memory node(s), line "
-        << _cache_line_size << " B, L1d " << (_l1d_size >> 10U) << " KiB, L2 " << (_l2_size >> 10U) << " KiB, L3 "
-        << (_l3_size >> 10U) << " KiB";
+        << _cache_line_size << " B, L1d " << (_l1d_size >> 10U) << " KiB, L2 " << (_l2_size >> 10U)
+        << " KiB, L3 " << (_l3_size >> 10U) << " KiB";
     return out.str();
 }
 

@@ -22,11 +22,13 @@ thread_local Worker *tls_worker = nullptr;
 
 void futex_wait(std::atomic<std::uint32_t> &word, std::uint32_t expected, const timespec *timeout) noexcept {
     static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&word), FUTEX_WAIT_PRIVATE, expected, timeout, nullptr, 0);
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&word), FUTEX_WAIT_PRIVATE, expected, timeout,
+            nullptr, 0);
 }
 
 void futex_wake(std::atomic<std::uint32_t> &word, int count) noexcept {
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr,
+            0);
 }
 
 std::string cpu_list(const std::vector<std::uint16_t> &cpus) {
@@ -64,8 +66,9 @@ std::vector<ResolvedCore> resolve(const RuntimeConfig &config, system::Topology 
         topology = system::Topology::detect();
     }
     if (topology.cache_line_size() > system::cache_line_size) {
-        throw ConfigError{"cache line of " + std::to_string(topology.cache_line_size()) +
-                          " bytes is larger than the compiled-in 64; rebuild with a larger mx::system::cache_line_size"};
+        throw ConfigError{
+            "cache line of " + std::to_string(topology.cache_line_size()) +
+            " bytes is larger than the compiled-in 64; rebuild with a larger mx::system::cache_line_size"};
     }
     if (config.task_buffer_size == 0) {
         throw ConfigError{"task_buffer_size must be at least 1"};
@@ -212,7 +215,8 @@ void Worker::idle() noexcept {
             system::pause();
         }
     }
-    _shared.idle_cycles.store(_shared.idle_cycles.load(std::memory_order_relaxed) + (system::cycles() - start),
+    _shared.idle_cycles.store(_shared.idle_cycles.load(std::memory_order_relaxed) +
+                                  (system::cycles() - start),
                               std::memory_order_relaxed);
 }
 
@@ -248,7 +252,8 @@ void Worker::drain() noexcept {
     }
     _buffer_size = _buffer_position = 0;
     while (true) {
-        const std::uint32_t count = _pool.fill(_buffer.data(), static_cast<std::uint32_t>(_buffer.size()), _region);
+        const std::uint32_t count =
+            _pool.fill(_buffer.data(), static_cast<std::uint32_t>(_buffer.size()), _region);
         if (count == 0) {
             break;
         }
@@ -288,8 +293,8 @@ RuntimeCore::RuntimeCore(const RuntimeConfig &config) : _pin_workers(config.pin_
     for (std::size_t id = 0; id < cores.size(); ++id) {
         const auto &core = cores[id];
         _regions[core.region].push_back(static_cast<std::uint16_t>(id));
-        _workers.push_back(std::make_unique<Worker>(*this, static_cast<std::uint16_t>(id), core.region, core.cpu,
-                                                    *_heaps[core.region], config));
+        _workers.push_back(std::make_unique<Worker>(*this, static_cast<std::uint16_t>(id), core.region,
+                                                    core.cpu, *_heaps[core.region], config));
     }
     _external_allocator = std::make_unique<memory::TaskAllocator>(*_heaps[0], config.allocator_batch);
 }
@@ -395,7 +400,8 @@ void RuntimeCore::spawn_external(Task &task) noexcept {
         if (task.target_region() == any_region) {
             target = static_cast<std::uint16_t>(ticket % _workers.size());
         } else {
-            MX_ASSERT(task.target_region() < region_count(), "task annotated with a NUMA region the runtime does not have");
+            MX_ASSERT(task.target_region() < region_count(),
+                      "task annotated with a NUMA region the runtime does not have");
             const auto &workers = _regions[task.target_region()];
             target = workers[ticket % workers.size()];
         }
@@ -431,7 +437,8 @@ void RuntimeCore::destroy_external(Task &task) noexcept {
 std::uint64_t RuntimeCore::live_tasks() const noexcept {
     std::int64_t live = _oversized_live.load(std::memory_order_relaxed);
     const auto count = [&live](const memory::TaskAllocator &allocator) {
-        live += static_cast<std::int64_t>(allocator.allocated()) - static_cast<std::int64_t>(allocator.freed());
+        live +=
+            static_cast<std::int64_t>(allocator.allocated()) - static_cast<std::int64_t>(allocator.freed());
     };
     for (const auto &worker : _workers) {
         count(worker->allocator());

@@ -83,7 +83,8 @@ private:
 /// Worker-local allocator. Owner-private except for the statistics, which any thread may read.
 class TaskAllocator {
 public:
-    explicit TaskAllocator(RegionHeap &heap, std::uint32_t batch = 64) noexcept : _heap(&heap), _batch(batch) {}
+    explicit TaskAllocator(RegionHeap &heap, std::uint32_t batch = 64) noexcept
+        : _heap(&heap), _batch(batch) {}
     TaskAllocator(const TaskAllocator &) = delete;
     TaskAllocator &operator=(const TaskAllocator &) = delete;
 
@@ -117,7 +118,9 @@ public:
     void flush() noexcept;
 
     [[nodiscard]] std::uint64_t refills() const noexcept { return _refills.load(std::memory_order_relaxed); }
-    [[nodiscard]] std::uint64_t allocated() const noexcept { return _allocated.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint64_t allocated() const noexcept {
+        return _allocated.load(std::memory_order_relaxed);
+    }
     [[nodiscard]] std::uint64_t freed() const noexcept { return _freed.load(std::memory_order_relaxed); }
 
 private:
@@ -135,7 +138,8 @@ private:
                                   task_size_classes[size_class] - sizeof(FreeBlock));
 #endif
     }
-    static void unpoison([[maybe_unused]] FreeBlock *block, [[maybe_unused]] std::uint8_t size_class) noexcept {
+    static void unpoison([[maybe_unused]] FreeBlock *block,
+                         [[maybe_unused]] std::uint8_t size_class) noexcept {
 #if defined(MX_ASAN)
         ASAN_UNPOISON_MEMORY_REGION(block, task_size_classes[size_class]);
 #endif

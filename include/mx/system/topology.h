@@ -14,9 +14,9 @@
 namespace mx::system {
 
 struct Core {
-    std::uint16_t cpu;         ///< OS logical CPU id the worker is pinned to.
-    std::uint8_t numa_region;  ///< Region the runtime assigns (simulated or real).
-    std::uint8_t memory_node;  ///< Real NUMA node memory for this region comes from.
+    std::uint16_t cpu;        ///< OS logical CPU id the worker is pinned to.
+    std::uint8_t numa_region; ///< Region the runtime assigns (simulated or real).
+    std::uint8_t memory_node; ///< Real NUMA node memory for this region comes from.
 };
 
 struct SimulatedShape {

@@ -56,21 +56,22 @@ public:
     constexpr PrefetchHint() noexcept = default;
     static PrefetchHint bytes(const void *address, std::uint32_t size,
                               system::PrefetchMode mode = system::PrefetchMode::temporal) noexcept {
-        return {address, encode(Kind::size, mode, size)};
+        return {reinterpret_cast<std::uintptr_t>(address), encode(Kind::size, mode, size)};
     }
     static PrefetchHint lines(const void *address, std::uint64_t line_mask,
                               system::PrefetchMode mode = system::PrefetchMode::temporal) noexcept {
-        return {address, encode(Kind::mask, mode, line_mask)};
+        return {reinterpret_cast<std::uintptr_t>(address), encode(Kind::mask, mode, line_mask)};
     }
     static PrefetchHint callback(Callback function) noexcept {
-        return {reinterpret_cast<const void *>(function), encode(Kind::callback, system::PrefetchMode::temporal, 0)};
+        return {reinterpret_cast<std::uintptr_t>(function),
+                encode(Kind::callback, system::PrefetchMode::temporal, 0)};
     }
 
     [[nodiscard]] Kind kind() const noexcept { return static_cast<Kind>(_descriptor >> 62U); }
     [[nodiscard]] system::PrefetchMode mode() const noexcept {
         return static_cast<system::PrefetchMode>((_descriptor >> 60U) & 3U);
     }
-    [[nodiscard]] const void *address() const noexcept { return _address; }
+    [[nodiscard]] const void *address() const noexcept { return reinterpret_cast<const void *>(_address); }
     [[nodiscard]] std::uint64_t payload() const noexcept { return _descriptor & payload_mask; }
     [[nodiscard]] Callback function() const noexcept { return reinterpret_cast<Callback>(_address); }
     [[nodiscard]] explicit operator bool() const noexcept { return kind() != Kind::none; }
@@ -78,13 +79,14 @@ public:
     static constexpr std::uint64_t payload_mask = (std::uint64_t{1} << 60U) - 1U;
 
 private:
-    constexpr PrefetchHint(const void *address, std::uint64_t descriptor) noexcept
+    constexpr PrefetchHint(std::uintptr_t address, std::uint64_t descriptor) noexcept
         : _address(address), _descriptor(descriptor) {}
-    static constexpr std::uint64_t encode(Kind kind, system::PrefetchMode mode, std::uint64_t payload) noexcept {
+    static constexpr std::uint64_t encode(Kind kind, system::PrefetchMode mode,
+                                          std::uint64_t payload) noexcept {
         return (std::uint64_t{static_cast<std::uint8_t>(kind)} << 62U) |
                (std::uint64_t{static_cast<std::uint8_t>(mode)} << 60U) | (payload & payload_mask);
     }
-    const void *_address{nullptr};
+    std::uintptr_t _address{0}; // data address, or the callback
     std::uint64_t _descriptor{0};
 };
 

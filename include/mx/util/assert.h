@@ -16,7 +16,7 @@ namespace mx::detail {
 } // namespace mx::detail
 
 #if defined(MX_ENABLE_ASSERTS)
-#define MX_ASSERT(cond, why)                                                                             \
+#define MX_ASSERT(cond, why)                                                                                 \
     ((cond) ? static_cast<void>(0) : ::mx::detail::assert_failed(#cond, why, __FILE__, __LINE__))
 #else
 #define MX_ASSERT(cond, why) static_cast<void>(0)

@@ -29,7 +29,8 @@ class RuntimeCore;
 /// pushes contend only within a region and the worker polls regions x priorities queues.
 class TaskPool {
 public:
-    explicit TaskPool(std::uint16_t regions) : _regions(regions), _remote(std::make_unique<Remote[]>(regions)) {}
+    explicit TaskPool(std::uint16_t regions)
+        : _regions(regions), _remote(std::make_unique<Remote[]>(regions)) {}
 
     void push_local(Task &task) noexcept { _local[index(task.priority())].push_back(task); }
     void push_remote(Task &task, std::uint8_t producer_region) noexcept {
@@ -92,15 +93,16 @@ private:
     std::unique_ptr<Remote[]> _remote;           // pushed by anyone, popped by the owner
 };
 
-inline void bump(std::atomic<std::uint64_t> &counter, std::memory_order order = std::memory_order_relaxed) noexcept {
+inline void bump(std::atomic<std::uint64_t> &counter,
+                 std::memory_order order = std::memory_order_relaxed) noexcept {
     // Single writer: a plain increment, no locked instruction.
     counter.store(counter.load(std::memory_order_relaxed) + 1, order);
 }
 
 class Worker {
 public:
-    Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu, memory::RegionHeap &heap,
-           const RuntimeConfig &config);
+    Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu,
+           memory::RegionHeap &heap, const RuntimeConfig &config);
     Worker(const Worker &) = delete;
     Worker &operator=(const Worker &) = delete;
 
@@ -164,10 +166,10 @@ private:
         // 1 while the worker sleeps or is about to; set by the worker, cleared by a waker.
         std::atomic<std::uint32_t> sleeping{0};
         alignas(system::cache_line_size) std::atomic<std::uint64_t> completed{0}; // owner writes
-        std::atomic<std::uint64_t> spawned_local{0};                            // owner writes
-        std::atomic<std::uint64_t> spawned_remote{0};                           // owner writes
-        std::atomic<std::uint64_t> idle_cycles{0};                              // owner writes
-        std::atomic<std::uint64_t> sleeps{0};                                   // owner writes
+        std::atomic<std::uint64_t> spawned_local{0};                              // owner writes
+        std::atomic<std::uint64_t> spawned_remote{0};                             // owner writes
+        std::atomic<std::uint64_t> idle_cycles{0};                                // owner writes
+        std::atomic<std::uint64_t> sleeps{0};                                     // owner writes
     } _shared;
 };
 
@@ -184,9 +186,13 @@ public:
     void wait() noexcept;
     [[nodiscard]] bool running() const noexcept { return !_threads.empty(); }
 
-    [[nodiscard]] std::uint16_t worker_count() const noexcept { return static_cast<std::uint16_t>(_workers.size()); }
+    [[nodiscard]] std::uint16_t worker_count() const noexcept {
+        return static_cast<std::uint16_t>(_workers.size());
+    }
     [[nodiscard]] Worker &worker(std::uint16_t id) const noexcept { return *_workers[id]; }
-    [[nodiscard]] std::uint16_t region_count() const noexcept { return static_cast<std::uint16_t>(_regions.size()); }
+    [[nodiscard]] std::uint16_t region_count() const noexcept {
+        return static_cast<std::uint16_t>(_regions.size());
+    }
     [[nodiscard]] const std::vector<std::uint16_t> &workers_of_region(std::uint8_t region) const noexcept {
         return _regions[region];
     }
@@ -198,7 +204,9 @@ public:
     void free_external(void *memory, std::uint8_t size_class) noexcept;
 
     void request_stop() noexcept;
-    [[nodiscard]] bool stop_requested() const noexcept { return _stop_requested.load(std::memory_order_acquire); }
+    [[nodiscard]] bool stop_requested() const noexcept {
+        return _stop_requested.load(std::memory_order_acquire);
+    }
     /// Called by a worker that found no work: wakes threads blocked in wait().
     void notify_idle() noexcept;
 
@@ -209,7 +217,9 @@ public:
         _oversized_live.fetch_add(delta, std::memory_order_relaxed);
     }
 
-    static void mark_runtime_owned(Task &task, std::uint8_t size_class) noexcept { task._size_class = size_class; }
+    static void mark_runtime_owned(Task &task, std::uint8_t size_class) noexcept {
+        task._size_class = size_class;
+    }
     static std::uint8_t size_class_of(const Task &task) noexcept { return task._size_class; }
     /// Destroys a runtime-owned task from a thread that is not a worker.
     void destroy_external(Task &task) noexcept;
@@ -253,7 +263,8 @@ inline void Worker::spawn(Task &task) noexcept {
             return;
         }
         const std::uint8_t region = task.target_region();
-        MX_ASSERT(region < _core->region_count(), "task annotated with a NUMA region the runtime does not have");
+        MX_ASSERT(region < _core->region_count(),
+                  "task annotated with a NUMA region the runtime does not have");
         const auto &workers = _core->workers_of_region(region);
         target = workers[_region_round_robin++ % workers.size()];
     }

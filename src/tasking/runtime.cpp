@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -140,10 +141,18 @@ void out_of_task_memory() noexcept {
     std::abort();
 }
 
+/// Body of reclamation tasks.
+struct ReclaimFunction {
+    Worker *worker;
+    void operator()() const noexcept { worker->reclaim_now(); }
+};
+
 Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu,
                memory::RegionHeap &heap, const RuntimeConfig &config)
     : _core(&core), _id(id), _region(region), _cpu(cpu), _prefetch_distance(config.prefetch_distance),
-      _idle_spin_cycles(config.idle_spin_cycles), _allocator(heap, config.allocator_batch),
+      _idle_spin_cycles(config.idle_spin_cycles), _optimistic_retries(config.optimistic_retries),
+      _epoch_check_tasks(std::max<std::uint32_t>(1, config.epoch_check_tasks)),
+      _reclamation(config.memory_reclamation), _allocator(heap, config.allocator_batch),
       _pool(core.region_count()), _buffer(config.task_buffer_size, nullptr) {}
 
 void Worker::run() noexcept {
@@ -172,9 +181,35 @@ void Worker::run() noexcept {
 
 void Worker::execute(Task &task) noexcept {
     TaskContext context{*this};
-    const TaskResult result = task.execute(context);
+    _running = &task;
+    TaskResult result = TaskResult::done();
+    const ResourcePtr resource = task.resource();
+    if (!resource || task.access() == AccessMode::none || primitive_of(resource) == sync::Primitive::none) {
+        result = task.execute(context);
+    } else if (!run_synchronized(task, context, result)) {
+        // Put back for a later attempt. The re-queue counts as a new spawn that keeps the
+        // task's epoch (_running is still the task), so its resource stays protected.
+        const std::uint8_t epoch = RuntimeCore::epoch_of(task);
+        count_spawn(task);
+        _running = nullptr;
+        _pool.push_local(task);
+        bump(_shared.spawned_local);
+        bump(_shared.completed[epoch], std::memory_order_release);
+        return;
+    }
+    _running = nullptr;
+    finish(task, result);
+    if (++_tasks_since_epoch_check >= _epoch_check_tasks) [[unlikely]] {
+        epoch_duties();
+    }
+}
+
+void Worker::finish(Task &task, const TaskResult &result) noexcept {
+    const std::uint8_t epoch = RuntimeCore::epoch_of(task);
     if (result.next() != nullptr) {
+        _running = &task; // the successor inherits this task's epoch if it is on a resource
         spawn(*result.next());
+        _running = nullptr;
     }
     switch (result.action()) {
     case TaskResult::Action::keep:
@@ -189,8 +224,129 @@ void Worker::execute(Task &task) noexcept {
         _core->request_stop();
         break;
     }
-    // Release: a thread in wait() that sees this count also sees every spawn above.
-    bump(_shared.completed, std::memory_order_release);
+    // Release: a thread that sees this count also sees every spawn above (wait(), reclamation).
+    bump(_shared.completed[epoch], std::memory_order_release);
+}
+
+namespace {
+#if defined(MX_ENABLE_ASSERTS)
+std::uint64_t checksum(const void *object, std::uint32_t size) noexcept {
+    const auto *bytes = static_cast<const unsigned char *>(object);
+    std::uint64_t hash = 1469598103934665603ULL;
+    for (std::uint32_t i = 0; i < size; ++i) {
+        hash = (hash ^ bytes[i]) * 1099511628211ULL;
+    }
+    return hash;
+}
+#endif
+} // namespace
+
+bool Worker::run_synchronized(Task &task, TaskContext &context, TaskResult &result) noexcept {
+    const ResourcePtr resource = task.resource();
+    ResourceHeader &header = header_of(resource);
+    MX_ASSERT(header.state.load(std::memory_order_relaxed) == ResourceHeader::alive,
+              "task annotated with a resource that was deleted");
+    const bool reader = task.access() == AccessMode::read_only;
+    // Runs the task where no writer can interfere. Debug builds check the read-only promise
+    // there: a reader must leave the object as it found it.
+    const auto run_exclusive_of_writers = [&] {
+#if defined(MX_ENABLE_ASSERTS)
+        const std::uint64_t before = reader ? checksum(resource.get(), header.object_size) : 0;
+        result = task.execute(context);
+        MX_ASSERT(!reader || checksum(resource.get(), header.object_size) == before,
+                  "task annotated read_only modified its resource");
+#else
+        result = task.execute(context);
+#endif
+    };
+    switch (primitive_of(resource)) {
+    case sync::Primitive::none:
+        result = task.execute(context);
+        return true;
+    case sync::Primitive::scheduling:
+        MX_ASSERT(_id == worker_of(resource), "task on a scheduled resource runs on a foreign worker");
+        run_exclusive_of_writers();
+        return true;
+    case sync::Primitive::spinlock:
+        header.spinlock.lock();
+        run_exclusive_of_writers();
+        header.spinlock.unlock();
+        return true;
+    case sync::Primitive::rw_latch:
+        if (reader) {
+            header.rw_latch.lock_shared();
+            run_exclusive_of_writers();
+            header.rw_latch.unlock_shared();
+        } else {
+            header.rw_latch.lock();
+            result = task.execute(context);
+            header.rw_latch.unlock();
+        }
+        return true;
+    case sync::Primitive::optimistic_latched:
+        if (reader) {
+            return run_optimistic_read(task, context, header, result);
+        }
+        header.version.write_lock();
+        result = task.execute(context);
+        header.version.write_end();
+        return true;
+    case sync::Primitive::optimistic_scheduled:
+        if (_id == worker_of(resource)) {
+            // Writers only run here, and tasks run to completion: no writer can interleave with
+            // a reader on this worker, so it needs no validation (dissertation 4.3).
+            if (reader) {
+                run_exclusive_of_writers();
+            } else {
+                header.version.write_begin_exclusive();
+                result = task.execute(context);
+                header.version.write_end();
+            }
+            return true;
+        }
+        MX_ASSERT(reader, "writer of an optimistically scheduled resource runs on a foreign worker");
+        return run_optimistic_read(task, context, header, result);
+    case sync::Primitive::htm:
+        // Inside a transaction the check would abort it; HTM readers are checked by the fallback.
+        result = run_transaction(task, context, header);
+        return true;
+    }
+    return true;
+}
+
+bool Worker::run_optimistic_read(Task &task, TaskContext &context, const ResourceHeader &header,
+                                 TaskResult &result) noexcept {
+    // A failed read is undone: the annotations (readers often re-annotate themselves to the
+    // next node) and the bytes the task declares as its optimistic state.
+    const Annotation annotation = task.annotation();
+    const std::span<std::byte> state = task.optimistic_state();
+    if (!state.empty()) {
+        _optimistic_scratch.assign(state.begin(), state.end());
+    }
+    for (std::uint32_t attempt = 0; attempt <= _optimistic_retries; ++attempt) {
+        const std::uint64_t version = header.version.read_begin();
+        if ((version & 1U) == 0) {
+            _in_optimistic_read = true;
+            sync::detail::ignore_reads_begin();
+            result = task.execute(context);
+            sync::detail::ignore_reads_end();
+            _in_optimistic_read = false;
+            if (header.version.validate(version)) {
+                return true;
+            }
+        }
+        bump(_shared.optimistic_retries);
+        Task *successor = result.next();
+        if (successor != nullptr && successor != &task && successor->is_runtime_owned()) {
+            destroy(*successor); // allocated by the failed run and never dispatched
+        }
+        result = TaskResult::done();
+        task.annotate(annotation);
+        if (!state.empty()) {
+            std::copy(_optimistic_scratch.begin(), _optimistic_scratch.end(), state.begin());
+        }
+    }
+    return false;
 }
 
 void Worker::destroy(Task &task) noexcept {
@@ -208,6 +364,7 @@ void Worker::destroy(Task &task) noexcept {
 void Worker::idle() noexcept {
     const std::uint64_t start = system::cycles();
     _core->notify_idle();
+    epoch_duties();
     while (!_core->stop_requested() && _pool.empty()) {
         if (system::cycles() - start > _idle_spin_cycles) {
             sleep();
@@ -229,8 +386,16 @@ void Worker::sleep() noexcept {
         return;
     }
     bump(_shared.sleeps);
-    while (_shared.sleeping.load(std::memory_order_acquire) == 1) {
-        futex_wait(_shared.sleeping, 1, nullptr);
+    if (_retired.empty()) {
+        while (_shared.sleeping.load(std::memory_order_acquire) == 1) {
+            futex_wait(_shared.sleeping, 1, nullptr);
+        }
+    } else {
+        // Retired objects wait for the epoch to move on: wake up for it even without work.
+        const timespec timeout{0, 10'000'000};
+        futex_wait(_shared.sleeping, 1, &timeout);
+        _shared.sleeping.store(0, std::memory_order_relaxed);
+        epoch_duties();
     }
 }
 
@@ -242,10 +407,11 @@ void Worker::wake() noexcept {
 
 void Worker::drain() noexcept {
     const auto discard = [this](Task *task) {
+        const std::uint8_t epoch = RuntimeCore::epoch_of(*task);
         if (task->is_runtime_owned()) {
             destroy(*task);
         }
-        bump(_shared.completed, std::memory_order_release);
+        bump(_shared.completed[epoch], std::memory_order_release);
     };
     for (; _buffer_position < _buffer_size; ++_buffer_position) {
         discard(_buffer[_buffer_position]);
@@ -263,21 +429,83 @@ void Worker::drain() noexcept {
     }
 }
 
+void Worker::retire(void *object, void (*deleter)(void *) noexcept) noexcept {
+    bump(_shared.retired);
+    if (!_reclamation) {
+        deleter(object);
+        bump(_shared.reclaimed);
+        return;
+    }
+    _retired.push_back(Retired{object, deleter, _core->global_epoch()});
+}
+
+void Worker::epoch_duties() noexcept {
+    _tasks_since_epoch_check = 0;
+    if (!_reclamation) {
+        return;
+    }
+    _core->try_advance_epoch();
+    if (!_reclaim_pending && !_retired.empty() && _retired.front().epoch < _core->global_epoch()) {
+        // Reclamation runs as a (low-priority) task of this worker.
+        _reclaim_pending = true;
+        Task *task = new_task<LambdaTask<ReclaimFunction>>(ReclaimFunction{this},
+                                                           Annotation{.priority = Priority::low});
+        spawn(*task);
+    }
+    if (_id == 0) {
+        _core->reclaim_external();
+    }
+}
+
+void Worker::reclaim_now() noexcept {
+    _reclaim_pending = false;
+    const std::uint64_t global = _core->global_epoch();
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < _retired.size(); ++i) {
+        const Retired &entry = _retired[i];
+        // Safe once the epoch moved past the retire epoch and no task stamped with the retire
+        // epoch or an older one still in the buckets is in flight.
+        const std::uint64_t oldest = global >= epoch_buckets - 1 ? global - (epoch_buckets - 1) : 0;
+        if (entry.epoch < global && _core->epochs_drained(oldest, entry.epoch)) {
+            entry.deleter(entry.object);
+            bump(_shared.reclaimed);
+        } else {
+            _retired[kept++] = entry;
+        }
+    }
+    _retired.resize(kept);
+}
+
+void Worker::reclaim_all() noexcept {
+    for (const Retired &entry : _retired) {
+        entry.deleter(entry.object);
+        bump(_shared.reclaimed);
+    }
+    _retired.clear();
+}
+
 WorkerStatistics Worker::statistics() const noexcept {
     WorkerStatistics s;
     s.worker = _id;
     s.cpu = _cpu;
     s.numa_region = _region;
-    s.tasks_executed = _shared.completed.load(std::memory_order_relaxed);
+    for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
+        s.tasks_executed += _shared.completed[b].load(std::memory_order_relaxed);
+    }
     s.spawned_local = _shared.spawned_local.load(std::memory_order_relaxed);
     s.spawned_remote = _shared.spawned_remote.load(std::memory_order_relaxed);
     s.allocator_refills = _allocator.refills();
     s.idle_cycles = _shared.idle_cycles.load(std::memory_order_relaxed);
     s.sleeps = _shared.sleeps.load(std::memory_order_relaxed);
+    s.optimistic_retries = _shared.optimistic_retries.load(std::memory_order_relaxed);
+    s.retired = _shared.retired.load(std::memory_order_relaxed);
+    s.reclaimed = _shared.reclaimed.load(std::memory_order_relaxed);
     return s;
 }
 
-RuntimeCore::RuntimeCore(const RuntimeConfig &config) : _pin_workers(config.pin_workers) {
+RuntimeCore::RuntimeCore(const RuntimeConfig &config)
+    : _pin_workers(config.pin_workers), _htm(sync::htm_available()), _reclamation(config.memory_reclamation),
+      _epoch_interval_ns(std::uint64_t{config.epoch_interval_ms} * 1'000'000U) {
     const std::vector<ResolvedCore> cores = resolve(config, _topology);
     std::uint8_t regions = 0;
     for (const auto &core : cores) {
@@ -297,12 +525,20 @@ RuntimeCore::RuntimeCore(const RuntimeConfig &config) : _pin_workers(config.pin_
                                                     core.cpu, *_heaps[core.region], config));
     }
     _external_allocator = std::make_unique<memory::TaskAllocator>(*_heaps[0], config.allocator_batch);
+    _worker_weight.assign(_workers.size(), 0);
 }
 
 RuntimeCore::~RuntimeCore() {
     stop();
     for (auto &worker : _workers) {
         worker->drain();
+    }
+    // No task runs any more: everything retired can go.
+    for (auto &worker : _workers) {
+        worker->reclaim_all();
+    }
+    for (const Retired &entry : _external_retired) {
+        entry.deleter(entry.object);
     }
 }
 
@@ -363,19 +599,127 @@ void RuntimeCore::notify_idle() noexcept {
     }
 }
 
-bool RuntimeCore::quiescent() const noexcept {
+bool RuntimeCore::bucket_drained(std::uint32_t bucket) const noexcept {
     // Completed counts first, then spawned: a task whose completion we count had its spawn
     // counted before (release/acquire through the queue and the counters), so equal sums mean
-    // no task was queued or running at the moment between the two passes.
+    // no task of the bucket was queued or running at the moment between the two passes.
     std::uint64_t completed = 0;
     for (const auto &worker : _workers) {
-        completed += worker->completed();
+        completed += worker->completed(bucket);
     }
-    std::uint64_t spawned = _external_spawned.load(std::memory_order_acquire);
+    std::uint64_t spawned = _external_spawned[bucket].load(std::memory_order_acquire);
     for (const auto &worker : _workers) {
-        spawned += worker->spawned();
+        spawned += worker->spawned(bucket);
     }
     return completed == spawned;
+}
+
+bool RuntimeCore::quiescent() const noexcept {
+    std::uint64_t completed = 0;
+    for (const auto &worker : _workers) {
+        for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
+            completed += worker->completed(b);
+        }
+    }
+    std::uint64_t spawned = 0;
+    for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
+        spawned += _external_spawned[b].load(std::memory_order_acquire);
+    }
+    for (const auto &worker : _workers) {
+        for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
+            spawned += worker->spawned(b);
+        }
+    }
+    return completed == spawned;
+}
+
+bool RuntimeCore::epochs_drained(std::uint64_t from, std::uint64_t to) const noexcept {
+    for (std::uint64_t epoch = from; epoch <= to; ++epoch) {
+        if (!bucket_drained(static_cast<std::uint32_t>(epoch % epoch_buckets))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void RuntimeCore::try_advance_epoch() noexcept {
+    const auto now = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                    std::chrono::steady_clock::now().time_since_epoch())
+                                                    .count());
+    std::uint64_t last = _last_advance_ns.load(std::memory_order_relaxed);
+    if (now - last < _epoch_interval_ns) {
+        return;
+    }
+    // Only one worker does the check per interval.
+    if (!_last_advance_ns.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+        return;
+    }
+    const std::uint64_t epoch = _global_epoch.load(std::memory_order_acquire);
+    // The next epoch reuses the bucket of epoch - 3: it must be empty first.
+    if (bucket_drained(static_cast<std::uint32_t>((epoch + 1) % epoch_buckets))) {
+        _global_epoch.store(epoch + 1, std::memory_order_seq_cst);
+    }
+}
+
+void RuntimeCore::retire(void *object, void (*deleter)(void *) noexcept) noexcept {
+    if (!_reclamation) {
+        deleter(object);
+        return;
+    }
+    std::lock_guard lock{_external_mutex};
+    _external_retired.push_back(Retired{object, deleter, global_epoch()});
+}
+
+void RuntimeCore::reclaim_external() noexcept {
+    std::vector<Retired> ready;
+    {
+        std::lock_guard lock{_external_mutex};
+        if (_external_retired.empty()) {
+            return;
+        }
+        const std::uint64_t global = global_epoch();
+        const std::uint64_t oldest = global >= epoch_buckets - 1 ? global - (epoch_buckets - 1) : 0;
+        std::size_t kept = 0;
+        for (const Retired &entry : _external_retired) {
+            if (entry.epoch < global && epochs_drained(oldest, entry.epoch)) {
+                ready.push_back(entry);
+            } else {
+                _external_retired[kept++] = entry;
+            }
+        }
+        _external_retired.resize(kept);
+    }
+    for (const Retired &entry : ready) {
+        entry.deleter(entry.object);
+    }
+}
+
+std::uint16_t RuntimeCore::assign_worker(std::optional<std::uint16_t> forced, std::uint8_t weight) {
+    std::lock_guard lock{_mapping_mutex};
+    std::uint16_t chosen = 0;
+    if (forced) {
+        if (*forced >= _workers.size()) {
+            throw ConfigError{"resource annotated with worker " + std::to_string(*forced) +
+                              " but the runtime has " + std::to_string(_workers.size())};
+        }
+        chosen = *forced;
+    } else {
+        // Weighted round-robin: the worker with the least accumulated access weight; ties go
+        // to the lowest id after the last choice so equal weights rotate.
+        for (std::uint16_t w = 1; w < _workers.size(); ++w) {
+            if (_worker_weight[w] < _worker_weight[chosen]) {
+                chosen = w;
+            }
+        }
+    }
+    _worker_weight[chosen] += std::max<std::uint8_t>(weight, 1);
+    return chosen;
+}
+
+void RuntimeCore::release_worker(std::uint16_t worker, std::uint8_t weight) noexcept {
+    std::lock_guard lock{_mapping_mutex};
+    const std::uint64_t amount = std::max<std::uint8_t>(weight, 1);
+    _worker_weight[worker] -= std::min(_worker_weight[worker], amount);
 }
 
 void RuntimeCore::wait() noexcept {
@@ -406,8 +750,17 @@ void RuntimeCore::spawn_external(Task &task) noexcept {
             target = workers[ticket % workers.size()];
         }
     }
+    if (const ResourcePtr resource = task.resource(); resource && task.access() != AccessMode::none) {
+        const sync::Primitive primitive = primitive_of(resource);
+        if (primitive == sync::Primitive::scheduling ||
+            (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write)) {
+            target = worker_of(resource);
+        }
+    }
     MX_ASSERT(target < _workers.size(), "task annotated with a worker the runtime does not have");
-    _external_spawned.fetch_add(1, std::memory_order_seq_cst);
+    const auto epoch = static_cast<std::uint8_t>(_reclamation ? global_epoch() % epoch_buckets : 0);
+    set_epoch(task, epoch);
+    _external_spawned[epoch].fetch_add(1, std::memory_order_seq_cst);
     Worker &worker = *_workers[target];
     worker.push_remote(task, worker.region());
 }

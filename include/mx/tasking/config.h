@@ -28,6 +28,15 @@ struct RuntimeConfig {
     std::uint64_t idle_spin_cycles{100'000};
     /// Blocks per refill of a worker-local free list.
     std::uint32_t allocator_batch{64};
+    /// Epoch-based memory reclamation of retired resources. Off: retire() frees at once, which
+    /// is only safe without optimistic readers (kept to measure the cost of EBMR).
+    bool memory_reclamation{true};
+    /// How often the global epoch may advance.
+    std::uint32_t epoch_interval_ms{50};
+    /// A worker looks at the epoch (advance, reclaim) every this many tasks and when idle.
+    std::uint32_t epoch_check_tasks{64};
+    /// Optimistic reads re-run at once this many times before the task is put back in the pool.
+    std::uint32_t optimistic_retries{8};
 };
 
 /// Thrown by the Runtime constructor and start() on a configuration that cannot work.
@@ -47,6 +56,9 @@ struct WorkerStatistics {
     std::uint64_t allocator_refills{0};
     std::uint64_t idle_cycles{0};
     std::uint64_t sleeps{0};
+    std::uint64_t optimistic_retries{0};
+    std::uint64_t retired{0};
+    std::uint64_t reclaimed{0};
 };
 
 } // namespace mx::tasking

@@ -11,11 +11,47 @@
 #include "mx/tasking/annotation.h"
 #include "mx/tasking/config.h"
 #include "mx/tasking/detail/worker.h"
+#include "mx/tasking/resource.h"
 #include "mx/tasking/task.h"
 
 namespace mx::tasking {
 
 class Runtime;
+
+namespace detail {
+std::uint8_t frequency_weight(AccessFrequency frequency) noexcept;
+/// Frees a resource (object and header) once reclamation says no task can reach it.
+void free_resource(void *header) noexcept;
+
+template <class T, class... Args>
+ResourcePtr make_resource(RuntimeCore &core, const ResourceAnnotation &annotation, std::uint16_t worker,
+                          Args &&...args) {
+    static_assert(alignof(T) <= system::cache_line_size, "over-aligned resources are not supported");
+    const sync::Primitive primitive = choose_primitive(annotation, core.htm());
+    void *memory =
+        ::operator new(sizeof(ResourceHeader) + sizeof(T), std::align_val_t{system::cache_line_size});
+    auto *header = new (memory) ResourceHeader{};
+    header->object_size = static_cast<std::uint32_t>(sizeof(T));
+    header->destroy = [](void *object) noexcept { static_cast<T *>(object)->~T(); };
+    header->worker = worker;
+    header->weight = frequency_weight(annotation.frequency);
+    T *object = new (header + 1) T(std::forward<Args>(args)...);
+    return ResourcePtr{object, make_tag(primitive, worker)};
+}
+
+inline void retire_resource(RuntimeCore &core, Worker *worker, ResourcePtr resource) noexcept {
+    ResourceHeader &header = header_of(resource);
+    [[maybe_unused]] const std::uint32_t previous =
+        header.state.exchange(ResourceHeader::retired, std::memory_order_acq_rel);
+    MX_ASSERT(previous == ResourceHeader::alive, "resource deleted twice (or never created by new_resource)");
+    core.release_worker(header.worker, header.weight);
+    if (worker != nullptr) {
+        worker->retire(&header, free_resource);
+    } else {
+        core.retire(&header, free_resource);
+    }
+}
+} // namespace detail
 
 /// Handed to Task::execute: the worker the task runs on, and spawning from inside a task
 /// without any global lookup.
@@ -46,6 +82,23 @@ public:
     }
     /// Destroys a runtime-owned task that is not queued (e.g. one that returned done()).
     void delete_task(Task &task) noexcept { _worker->destroy(task); }
+
+    /// Creates a resource (see Runtime::new_resource). Asserts on a forced worker out of range.
+    template <class T, class... Args>
+    ResourcePtr new_resource(const ResourceAnnotation &annotation, Args &&...args) noexcept {
+        MX_ASSERT(!annotation.worker || *annotation.worker < worker_count(),
+                  "resource forced onto a missing worker");
+        auto &core = _worker->core();
+        const std::uint16_t worker =
+            core.assign_worker(annotation.worker, detail::frequency_weight(annotation.frequency));
+        return detail::make_resource<T>(core, annotation, worker, std::forward<Args>(args)...);
+    }
+    /// Logically deletes a resource; its memory is reclaimed once no task can reach it.
+    void delete_resource(ResourcePtr resource) noexcept {
+        detail::retire_resource(_worker->core(), _worker, resource);
+    }
+    /// Defers `deleter(object)` until no task that may have seen `object` is in flight.
+    void retire(void *object, void (*deleter)(void *) noexcept) noexcept { _worker->retire(object, deleter); }
 
 private:
     detail::Worker *_worker;
@@ -91,6 +144,37 @@ public:
         return new_task<LambdaTask<F>>(std::move(function), annotation);
     }
     void delete_task(Task &task) noexcept;
+
+    /// Creates a data object managed by the runtime. The annotation decides the synchronization
+    /// primitive (cost model, or forced) and the owning worker; both are tagged into the
+    /// returned pointer. Tasks name it with Annotation::resource and ::access. Throws ConfigError
+    /// for a forced worker the runtime does not have.
+    template <class T, class... Args>
+    ResourcePtr new_resource(const ResourceAnnotation &annotation, Args &&...args) {
+        const std::uint16_t worker =
+            _core->assign_worker(annotation.worker, detail::frequency_weight(annotation.frequency));
+        return detail::make_resource<T>(*_core, annotation, worker, std::forward<Args>(args)...);
+    }
+    /// Logically deletes a resource; the object is destroyed and freed once no task can reach it
+    /// (epoch-based reclamation). Deleting twice is a programmer error (asserts).
+    void delete_resource(ResourcePtr resource) noexcept {
+        detail::Worker *worker = detail::current_worker();
+        detail::retire_resource(
+            *_core, worker != nullptr && &worker->core() == _core.get() ? worker : nullptr, resource);
+    }
+    /// Defers `deleter(object)` until no task that may have seen `object` is in flight.
+    void retire(void *object, void (*deleter)(void *) noexcept) noexcept {
+        detail::Worker *worker = detail::current_worker();
+        if (worker != nullptr && &worker->core() == _core.get()) {
+            worker->retire(object, deleter);
+        } else {
+            _core->retire(object, deleter);
+        }
+    }
+    /// The global reclamation epoch (advances every RuntimeConfig::epoch_interval_ms).
+    [[nodiscard]] std::uint64_t epoch() const noexcept { return _core->global_epoch(); }
+    /// Whether hardware transactions are used (RTM present and working).
+    [[nodiscard]] bool htm_available() const noexcept { return _core->htm(); }
 
     [[nodiscard]] std::uint16_t worker_count() const noexcept { return _core->worker_count(); }
     [[nodiscard]] std::uint16_t region_count() const noexcept { return _core->region_count(); }

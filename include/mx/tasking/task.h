@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <type_traits>
 #include <utility>
 
@@ -64,6 +66,12 @@ public:
 
     virtual TaskResult execute(TaskContext &context) noexcept = 0;
 
+    /// The bytes of this task an optimistic re-execution must restore. A task that reads a
+    /// resource optimistically may run more than once: the worker copies these bytes before the
+    /// run and puts them back when validation fails. The default (nothing) fits tasks whose
+    /// execute() only reads members it never writes. Use state_bytes(member) to return a member.
+    virtual std::span<std::byte> optimistic_state() noexcept { return {}; }
+
     void annotate(const Annotation &annotation) noexcept {
         _target_worker = annotation.target_worker;
         _target_region = annotation.target_region;
@@ -104,6 +112,12 @@ public:
     [[nodiscard]] Squad *squad() const noexcept { return _squad; }
     [[nodiscard]] std::uint32_t expected_cycles() const noexcept { return _expected_cycles; }
 
+    template <class T>
+    static std::span<std::byte> state_bytes(T &member) noexcept {
+        static_assert(std::is_trivially_copyable_v<T>, "optimistic state is restored by copying bytes");
+        return std::as_writable_bytes(std::span<T, 1>{&member, 1});
+    }
+
     /// True when the runtime allocated this task (new_task) and may destroy it.
     [[nodiscard]] bool is_runtime_owned() const noexcept { return _size_class != not_runtime_owned; }
 
@@ -133,6 +147,9 @@ protected:
     // Runtime bookkeeping, written by the allocating thread before the first spawn.
     // Size class of the allocation (memory::TaskAllocator) or not_runtime_owned.
     std::uint8_t _size_class{not_runtime_owned};
+    // Epoch stamp for memory reclamation, written by the dispatching thread at spawn and read by
+    // the executing worker.
+    std::uint8_t _epoch{0};
 };
 
 static_assert(sizeof(Task) == system::cache_line_size, "the task header must stay one cache line");

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "mx/system/topology.h"
 #include "mx/tasking/config.h"
 #include "mx/tasking/detail/queues.h"
+#include "mx/tasking/resource.h"
 #include "mx/tasking/task.h"
 
 namespace mx::tasking::detail {
@@ -99,6 +101,16 @@ inline void bump(std::atomic<std::uint64_t> &counter,
     counter.store(counter.load(std::memory_order_relaxed) + 1, order);
 }
 
+/// Tasks are stamped with the global epoch (mod epoch_buckets) when dispatched; per-bucket
+/// spawned/completed counters tell when no task of an epoch is in flight any more.
+inline constexpr std::uint32_t epoch_buckets = 4;
+
+struct Retired {
+    void *object;
+    void (*deleter)(void *) noexcept;
+    std::uint64_t epoch;
+};
+
 class Worker {
 public:
     Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu,
@@ -126,23 +138,39 @@ public:
     T *new_task(Args &&...args) noexcept;
     void destroy(Task &task) noexcept;
 
+    /// Owner thread only: defer freeing `object` until no task can still reach it.
+    void retire(void *object, void (*deleter)(void *) noexcept) noexcept;
+
     /// Thread body.
     void run() noexcept;
     /// After the thread ended: destroys runtime-owned tasks left in the pool and buffer.
     void drain() noexcept;
+    /// After the thread ended: frees everything retired (no task runs any more).
+    void reclaim_all() noexcept;
+    /// Owner thread: frees the retired objects no task can reach any more.
+    void reclaim_now() noexcept;
 
-    [[nodiscard]] std::uint64_t spawned() const noexcept {
-        return _shared.spawned_local.load(std::memory_order_acquire) +
-               _shared.spawned_remote.load(std::memory_order_acquire);
+    [[nodiscard]] std::uint64_t spawned(std::uint32_t bucket) const noexcept {
+        return _shared.spawned[bucket].load(std::memory_order_acquire);
     }
-    [[nodiscard]] std::uint64_t completed() const noexcept {
-        return _shared.completed.load(std::memory_order_acquire);
+    [[nodiscard]] std::uint64_t completed(std::uint32_t bucket) const noexcept {
+        return _shared.completed[bucket].load(std::memory_order_acquire);
     }
     [[nodiscard]] WorkerStatistics statistics() const noexcept;
     [[nodiscard]] const memory::TaskAllocator &allocator() const noexcept { return _allocator; }
 
 private:
+    friend class RuntimeCore;
     void execute(Task &task) noexcept;
+    /// Runs the task under its resource's primitive. False: an optimistic read kept failing;
+    /// the task was put back into the pool.
+    bool run_synchronized(Task &task, TaskContext &context, TaskResult &result) noexcept;
+    bool run_optimistic_read(Task &task, TaskContext &context, const ResourceHeader &header,
+                             TaskResult &result) noexcept;
+    TaskResult run_transaction(Task &task, TaskContext &context, ResourceHeader &header) noexcept;
+    void finish(Task &task, const TaskResult &result) noexcept;
+    void count_spawn(Task &task) noexcept;
+    void epoch_duties() noexcept;
     void idle() noexcept;
     void sleep() noexcept;
 
@@ -153,6 +181,9 @@ private:
     std::uint32_t _prefetch_distance;
     std::uint64_t _idle_spin_cycles;
     std::uint32_t _region_round_robin{0};
+    std::uint32_t _optimistic_retries;
+    std::uint32_t _epoch_check_tasks;
+    bool _reclamation;
 
     // Owner-private: touched only by the worker thread (and by drain() after it ended).
     memory::TaskAllocator _allocator;
@@ -160,16 +191,27 @@ private:
     std::vector<Task *> _buffer;
     std::uint32_t _buffer_size{0};
     std::uint32_t _buffer_position{0};
+    Task *_running{nullptr};         // task in execute(), for epoch inheritance
+    bool _in_optimistic_read{false}; // spawning then is a bug (the read may be repeated)
+    std::uint32_t _tasks_since_epoch_check{0};
+    bool _reclaim_pending{false};
+    std::vector<std::byte> _optimistic_scratch;
+    std::vector<Retired> _retired;
 
     // Shared with producers and statistics readers, kept off the owner's lines.
     struct alignas(system::cache_line_size) Shared {
         // 1 while the worker sleeps or is about to; set by the worker, cleared by a waker.
         std::atomic<std::uint32_t> sleeping{0};
-        alignas(system::cache_line_size) std::atomic<std::uint64_t> completed{0}; // owner writes
-        std::atomic<std::uint64_t> spawned_local{0};                              // owner writes
-        std::atomic<std::uint64_t> spawned_remote{0};                             // owner writes
-        std::atomic<std::uint64_t> idle_cycles{0};                                // owner writes
-        std::atomic<std::uint64_t> sleeps{0};                                     // owner writes
+        // Owner writes, everyone reads (wait(), reclamation, statistics).
+        alignas(system::cache_line_size) std::atomic<std::uint64_t> completed[epoch_buckets]{};
+        std::atomic<std::uint64_t> spawned[epoch_buckets]{};
+        std::atomic<std::uint64_t> spawned_local{0};
+        std::atomic<std::uint64_t> spawned_remote{0};
+        std::atomic<std::uint64_t> idle_cycles{0};
+        std::atomic<std::uint64_t> sleeps{0};
+        std::atomic<std::uint64_t> optimistic_retries{0};
+        std::atomic<std::uint64_t> retired{0};
+        std::atomic<std::uint64_t> reclaimed{0};
     } _shared;
 };
 
@@ -221,11 +263,31 @@ public:
         task._size_class = size_class;
     }
     static std::uint8_t size_class_of(const Task &task) noexcept { return task._size_class; }
+    static void set_epoch(Task &task, std::uint8_t epoch) noexcept { task._epoch = epoch; }
+    static std::uint8_t epoch_of(const Task &task) noexcept { return task._epoch; }
     /// Destroys a runtime-owned task from a thread that is not a worker.
     void destroy_external(Task &task) noexcept;
 
+    // --- resources and reclamation ---
+    [[nodiscard]] bool htm() const noexcept { return _htm; }
+    /// Picks the owning worker: explicit, or the one with the least accumulated access weight.
+    std::uint16_t assign_worker(std::optional<std::uint16_t> forced, std::uint8_t weight);
+    void release_worker(std::uint16_t worker, std::uint8_t weight) noexcept;
+    void retire(void *object, void (*deleter)(void *) noexcept) noexcept;
+    [[nodiscard]] bool reclamation() const noexcept { return _reclamation; }
+    [[nodiscard]] std::uint64_t global_epoch() const noexcept {
+        return _global_epoch.load(std::memory_order_acquire);
+    }
+    /// Advances the global epoch if the interval passed and the oldest bucket is free.
+    void try_advance_epoch() noexcept;
+    /// True when no task stamped with an epoch in [from, to] is in flight.
+    [[nodiscard]] bool epochs_drained(std::uint64_t from, std::uint64_t to) const noexcept;
+    /// Frees externally retired objects that are safe (called by workers' reclamation).
+    void reclaim_external() noexcept;
+
 private:
     [[nodiscard]] bool quiescent() const noexcept;
+    [[nodiscard]] bool bucket_drained(std::uint32_t bucket) const noexcept;
 
     system::Topology _topology;
     std::vector<std::unique_ptr<memory::RegionHeap>> _heaps; // one per region
@@ -233,17 +295,27 @@ private:
     std::vector<std::vector<std::uint16_t>> _regions; // worker ids per region
     std::vector<std::thread> _threads;                // owned by the thread calling start/stop
     bool _pin_workers;
+    bool _htm;
+    bool _reclamation;
+    std::uint64_t _epoch_interval_ns;
 
     std::mutex _external_mutex;
     std::unique_ptr<memory::TaskAllocator> _external_allocator; // guarded by _external_mutex
+    std::vector<Retired> _external_retired;                     // guarded by _external_mutex
+
+    std::mutex _mapping_mutex;
+    std::vector<std::uint64_t> _worker_weight; // guarded by _mapping_mutex
 
     // Shared: written by outside threads / workers, read by everyone.
-    alignas(system::cache_line_size) std::atomic<std::uint64_t> _external_spawned{0};
+    alignas(system::cache_line_size) std::atomic<std::uint64_t> _external_spawned[epoch_buckets]{};
     std::atomic<std::uint32_t> _next_external_worker{0};
     alignas(system::cache_line_size) std::atomic<bool> _stop_requested{false};
     std::atomic<std::uint32_t> _waiters{0};
     std::atomic<std::uint32_t> _idle_events{0}; // futex word for wait()
     std::atomic<std::int64_t> _oversized_live{0};
+    // Read by every dispatch; written rarely (one advance per interval).
+    alignas(system::cache_line_size) std::atomic<std::uint64_t> _global_epoch{0};
+    std::atomic<std::uint64_t> _last_advance_ns{0};
 };
 
 /// The worker running on this thread, or nullptr outside any runtime's workers.
@@ -254,10 +326,35 @@ Worker *current_worker() noexcept;
 
 // ---- inline hot paths ---------------------------------------------------------------------
 
+inline void Worker::count_spawn(Task &task) noexcept {
+    std::uint8_t epoch = 0;
+    if (_reclamation) {
+        // A task on a resource may carry a pointer its spawner read: it keeps the spawner's
+        // epoch so the resource cannot be reclaimed under it. Other tasks start fresh.
+        epoch = (_running != nullptr && task.resource())
+                    ? RuntimeCore::epoch_of(*_running)
+                    : static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
+    }
+    RuntimeCore::set_epoch(task, epoch);
+    bump(_shared.spawned[epoch]);
+}
+
 inline void Worker::spawn(Task &task) noexcept {
+    MX_ASSERT(!_in_optimistic_read,
+              "an optimistic reader may run again: return successors via TaskResult instead of spawning");
     std::uint16_t target = task.target_worker();
+    if (const ResourcePtr resource = task.resource(); resource && task.access() != AccessMode::none) {
+        // Fig. 2 of the paper: serialized resources, and writers of optimistically scheduled
+        // ones, go to the resource's worker.
+        const sync::Primitive primitive = primitive_of(resource);
+        if (primitive == sync::Primitive::scheduling ||
+            (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write)) {
+            target = worker_of(resource);
+        }
+    }
     if (target == any_worker) {
         if (task.target_region() == any_region) [[likely]] {
+            count_spawn(task);
             _pool.push_local(task);
             bump(_shared.spawned_local);
             return;
@@ -269,6 +366,7 @@ inline void Worker::spawn(Task &task) noexcept {
         target = workers[_region_round_robin++ % workers.size()];
     }
     MX_ASSERT(target < _core->worker_count(), "task annotated with a worker the runtime does not have");
+    count_spawn(task);
     if (target == _id) {
         _pool.push_local(task);
         bump(_shared.spawned_local);

@@ -1,5 +1,8 @@
 #include "mx/tasking/runtime.h"
 
+#include "mx/system/memory_latency.h"
+#include "mx/tasking/detail/prefetch.h"
+
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -12,6 +15,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <typeinfo>
 
 namespace mx::tasking {
 
@@ -150,6 +154,10 @@ struct ReclaimFunction {
 Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu,
                memory::RegionHeap &heap, const RuntimeConfig &config)
     : _core(&core), _id(id), _region(region), _cpu(cpu), _prefetch_distance(config.prefetch_distance),
+      _dynamic_prefetch(config.dynamic_prefetch),
+      _load_latency_cycles(config.load_latency_cycles != 0 ? config.load_latency_cycles
+                           : config.dynamic_prefetch       ? system::load_latency_cycles()
+                                                           : 0),
       _idle_spin_cycles(config.idle_spin_cycles), _optimistic_retries(config.optimistic_retries),
       _epoch_check_tasks(std::max<std::uint32_t>(1, config.epoch_check_tasks)),
       _reclamation(config.memory_reclamation), _allocator(heap, config.allocator_batch),
@@ -163,20 +171,85 @@ void Worker::run() noexcept {
         _buffer_position = 0;
         if (_buffer_size == 0) {
             idle();
-            continue;
-        }
-        while (_buffer_position < _buffer_size) {
-            if (_prefetch_distance > 0 && _buffer_position + _prefetch_distance < _buffer_size) {
-                system::prefetch(_buffer[_buffer_position + _prefetch_distance]);
-            }
-            Task *task = _buffer[_buffer_position++];
-            execute(*task);
-            if (_core->stop_requested()) [[unlikely]] {
-                break;
-            }
+        } else if (_dynamic_prefetch) {
+            run_buffer_dynamic();
+        } else {
+            run_buffer_static();
         }
     }
     tls_worker = nullptr;
+}
+
+void Worker::run_buffer_static() noexcept {
+    // Filling the buffer read every descriptor (the queue links), so only the annotated data
+    // needs prefetching: the first `distance` tasks now, then task i + distance before task i.
+    const std::uint32_t distance = _prefetch_distance;
+    if (distance > 0) {
+        for (std::uint32_t i = 0; i < std::min(distance, _buffer_size); ++i) {
+            prefetch_task_data(*_buffer[i]);
+        }
+    }
+    while (_buffer_position < _buffer_size) {
+        if (distance > 0 && _buffer_position + distance < _buffer_size) {
+            prefetch_task_data(*_buffer[_buffer_position + distance]);
+        }
+        execute(*_buffer[_buffer_position++]);
+        if (_core->stop_requested()) [[unlikely]] {
+            return;
+        }
+    }
+}
+
+void Worker::run_buffer_dynamic() noexcept {
+    for (std::uint32_t i = 0; i < _buffer_size; ++i) {
+        _expected_cycles[i] = expected_cycles(*_buffer[i]);
+        _prefetch_cycles[i] = prefetch_lines(*_buffer[i]) * _load_latency_cycles;
+    }
+    compute_prefetch_slots(_expected_cycles.data(), _prefetch_cycles.data(), _buffer_size,
+                           _prefetch_slots.data());
+    std::uint32_t next_prefetch = 0;
+    while (_buffer_position < _buffer_size) {
+        while (next_prefetch < _buffer_size && _prefetch_slots[next_prefetch] <= _buffer_position) {
+            prefetch_task_data(*_buffer[next_prefetch++]);
+        }
+        Task *task = _buffer[_buffer_position++];
+        if (--_sample_countdown == 0) [[unlikely]] {
+            execute_sampled(*task);
+        } else {
+            execute(*task);
+        }
+        if (_core->stop_requested()) [[unlikely]] {
+            return;
+        }
+    }
+}
+
+std::uint32_t Worker::expected_cycles(const Task &task) const noexcept {
+    if (task.expected_cycles() != 0) {
+        return task.expected_cycles();
+    }
+    const void *type = &typeid(task);
+    const TypeSample &sample =
+        _type_samples[(reinterpret_cast<std::uintptr_t>(type) >> 4U) % _type_samples.size()];
+    // Unknown types count as short tasks: prefetching a little early costs less than too late.
+    return sample.type == type ? sample.cycles : 100U;
+}
+
+void Worker::execute_sampled(Task &task) noexcept {
+    // One task in 32 is timed: cheap enough to leave on, enough to follow phase changes.
+    constexpr std::uint32_t sample_interval = 32;
+    _sample_countdown = sample_interval;
+    const void *type = &typeid(task);
+    const std::uint64_t start = system::cycles();
+    execute(task);
+    const auto elapsed =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(system::cycles() - start, 1U << 24U));
+    TypeSample &sample = _type_samples[(reinterpret_cast<std::uintptr_t>(type) >> 4U) % _type_samples.size()];
+    if (sample.type != type) {
+        sample = TypeSample{type, elapsed};
+    } else {
+        sample.cycles = (sample.cycles * 7U + elapsed) / 8U;
+    }
 }
 
 void Worker::execute(Task &task) noexcept {

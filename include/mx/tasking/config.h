@@ -22,8 +22,16 @@ struct RuntimeConfig {
     bool pin_workers{true};
     /// Tasks a worker moves from its pool into its buffer per round.
     std::uint32_t task_buffer_size{64};
-    /// Prefetch distance in tasks within the buffer; 0 switches prefetching off.
+    /// Static prefetch distance in tasks: before running task i the worker prefetches the
+    /// annotated data of task i + distance. 0 (with dynamic_prefetch off) switches it off.
     std::uint32_t prefetch_distance{2};
+    /// Dynamic distance instead: each task's data is prefetched early enough that the expected
+    /// run time of the tasks before it (annotated, or sampled per task type) covers the
+    /// prefetch cost (lines x load latency).
+    bool dynamic_prefetch{false};
+    /// Load latency per cache line in cycles for the dynamic distance; 0 = measure once per
+    /// process with a short pointer chase.
+    std::uint32_t load_latency_cycles{0};
     /// How long an idle worker spins (time-stamp counter cycles) before it sleeps.
     std::uint64_t idle_spin_cycles{100'000};
     /// Blocks per refill of a worker-local free list.

@@ -3,6 +3,7 @@
 // Worker and runtime internals that the hot paths (spawn, new_task) need inline. Not API: use
 // mx::tasking::Runtime and mx::tasking::TaskContext.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -162,6 +163,10 @@ public:
 private:
     friend class RuntimeCore;
     void execute(Task &task) noexcept;
+    void execute_sampled(Task &task) noexcept;
+    void run_buffer_static() noexcept;
+    void run_buffer_dynamic() noexcept;
+    [[nodiscard]] std::uint32_t expected_cycles(const Task &task) const noexcept;
     /// Runs the task under its resource's primitive. False: an optimistic read kept failing;
     /// the task was put back into the pool.
     bool run_synchronized(Task &task, TaskContext &context, TaskResult &result) noexcept;
@@ -179,6 +184,8 @@ private:
     std::uint8_t _region;
     std::uint16_t _cpu;
     std::uint32_t _prefetch_distance;
+    bool _dynamic_prefetch;
+    std::uint32_t _load_latency_cycles;
     std::uint64_t _idle_spin_cycles;
     std::uint32_t _region_round_robin{0};
     std::uint32_t _optimistic_retries;
@@ -191,6 +198,18 @@ private:
     std::vector<Task *> _buffer;
     std::uint32_t _buffer_size{0};
     std::uint32_t _buffer_position{0};
+    // Dynamic prefetching: per buffer slot the expected run time, prefetch cost and the
+    // position before which the slot's data is prefetched.
+    std::vector<std::uint32_t> _expected_cycles;
+    std::vector<std::uint32_t> _prefetch_cycles;
+    std::vector<std::uint32_t> _prefetch_slots;
+    // Sampled run time per task type (type_info address -> cycles, moving average).
+    struct TypeSample {
+        const void *type{nullptr};
+        std::uint32_t cycles{0};
+    };
+    std::array<TypeSample, 64> _type_samples{};
+    std::uint32_t _sample_countdown{32};
     Task *_running{nullptr};         // task in execute(), for epoch inheritance
     bool _in_optimistic_read{false}; // spawning then is a bug (the read may be repeated)
     std::uint32_t _tasks_since_epoch_check{0};

@@ -161,7 +161,9 @@ Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::ui
       _idle_spin_cycles(config.idle_spin_cycles), _optimistic_retries(config.optimistic_retries),
       _epoch_check_tasks(std::max<std::uint32_t>(1, config.epoch_check_tasks)),
       _reclamation(config.memory_reclamation), _allocator(heap, config.allocator_batch),
-      _pool(core.region_count()), _buffer(config.task_buffer_size, nullptr) {}
+      _pool(core.region_count()), _buffer(config.task_buffer_size, nullptr),
+      _expected_cycles(config.task_buffer_size), _prefetch_cycles(config.task_buffer_size),
+      _prefetch_slots(config.task_buffer_size) {}
 
 void Worker::run() noexcept {
     tls_worker = this;

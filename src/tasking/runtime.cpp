@@ -438,7 +438,6 @@ void Worker::destroy(Task &task) noexcept {
 
 void Worker::idle() noexcept {
     const std::uint64_t start = system::cycles();
-    _core->notify_idle();
     epoch_duties();
     while (!_core->stop_requested() && _pool.empty()) {
         if (system::cycles() - start > _idle_spin_cycles) {
@@ -461,6 +460,8 @@ void Worker::sleep() noexcept {
         return;
     }
     bump(_shared.sleeps);
+    // Threads in wait() spin a little and then sleep; going to sleep is the moment to tell them.
+    _core->notify_idle();
     if (_retired.empty()) {
         while (_shared.sleeping.load(std::memory_order_acquire) == 1) {
             futex_wait(_shared.sleeping, 1, nullptr);
@@ -800,11 +801,25 @@ void RuntimeCore::release_worker(std::uint16_t worker, std::uint8_t weight) noex
 void RuntimeCore::wait() noexcept {
     MX_ASSERT(current_worker() == nullptr || &current_worker()->core() != this,
               "Runtime::wait() called from one of the runtime's own workers would deadlock");
+    const auto done = [this] { return stop_requested() || !running() || quiescent(); };
+    // Short phases end soon: spin first (about as long as an idle worker spins), so workers do
+    // not have to make a system call on every idle moment just in case somebody waits.
+    const std::uint64_t spin_until = system::cycles() + 200'000;
+    while (system::cycles() < spin_until) {
+        if (done()) {
+            return;
+        }
+        for (int i = 0; i < 64; ++i) {
+            system::pause();
+        }
+    }
     _waiters.fetch_add(1, std::memory_order_seq_cst);
-    const timespec timeout{0, 10'000'000}; // a safety net only; wake-ups come from notify_idle
+    // Workers wake us when they go to sleep; the timeout covers work that ends while every
+    // worker is still spinning.
+    const timespec timeout{0, 1'000'000};
     while (true) {
         const std::uint32_t events = _idle_events.load(std::memory_order_seq_cst);
-        if (stop_requested() || quiescent() || !running()) {
+        if (done()) {
             break;
         }
         futex_wait(_idle_events, events, &timeout);

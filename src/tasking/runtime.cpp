@@ -827,7 +827,75 @@ void RuntimeCore::wait() noexcept {
     _waiters.fetch_sub(1, std::memory_order_seq_cst);
 }
 
+/// Moves a published squad into the local pool of the worker it runs on.
+class SquadDispatch final : public Task {
+public:
+    explicit SquadDispatch(Squad &squad) noexcept : _squad(&squad) {}
+    TaskResult execute(TaskContext &) noexcept override {
+        current_worker()->adopt(*_squad);
+        return TaskResult::remove();
+    }
+
+private:
+    Squad *_squad;
+};
+
+void Worker::adopt(Squad &squad) noexcept {
+    std::uint64_t adopted = 0;
+    while (!squad._tasks.empty()) {
+        Task *task = squad._tasks.pop();
+        if (task == nullptr) {
+            system::pause(); // a producer is between its two stores
+            continue;
+        }
+        // Squad tasks count as spawned from here on; they start a fresh epoch.
+        task->annotate(static_cast<Squad *>(nullptr));
+        count_spawn(*task);
+        _pool.push_local(*task);
+        bump(_shared.spawned_local);
+        ++adopted;
+    }
+    squad._queued.fetch_sub(adopted, std::memory_order_relaxed);
+}
+
+void RuntimeCore::publish(Squad *const *squads, std::size_t count, Worker *caller) noexcept {
+    // Largest squads first, each onto the worker with the least queued squad work so far.
+    std::vector<Squad *> order(squads, squads + count);
+    std::sort(order.begin(), order.end(),
+              [](const Squad *a, const Squad *b) { return a->queued() > b->queued(); });
+    std::vector<std::uint64_t> load(_workers.size(), 0);
+    for (Squad *squad : order) {
+        if (squad->queued() == 0) {
+            continue;
+        }
+        const auto target =
+            static_cast<std::uint16_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        load[target] += squad->queued();
+        Task *dispatch = nullptr;
+        if (caller != nullptr) {
+            dispatch = caller->new_task<SquadDispatch>(*squad);
+        } else {
+            void *memory = allocate_external(memory::size_class_of(sizeof(SquadDispatch)));
+            if (memory == nullptr) {
+                out_of_task_memory();
+            }
+            dispatch = new (memory) SquadDispatch(*squad);
+            mark_runtime_owned(*dispatch, memory::size_class_of(sizeof(SquadDispatch)));
+        }
+        dispatch->annotate(Annotation{.target_worker = target, .priority = Priority::high});
+        if (caller != nullptr) {
+            caller->spawn(*dispatch);
+        } else {
+            spawn_external(*dispatch);
+        }
+    }
+}
+
 void RuntimeCore::spawn_external(Task &task) noexcept {
+    if (Squad *squad = task.squad(); squad != nullptr) {
+        squad->push(task);
+        return;
+    }
     std::uint16_t target = task.target_worker();
     if (target == any_worker) {
         const std::uint32_t ticket = _next_external_worker.fetch_add(1, std::memory_order_relaxed);

@@ -145,3 +145,19 @@ inline double measure_switch_ns(std::size_t group = 8, std::size_t rounds = 1000
 }
 
 } // namespace mx::coro
+
+namespace mx::coro {
+
+/// The default group size for a workload that does `compute_ns` of work between two misses:
+/// measures T_stall (chase over `buffer_bytes`) and T_switch here and applies the model. Takes
+/// a few tenths of a second (mostly faulting the buffer); call once at start-up.
+inline std::size_t measure_default_group_size(double compute_ns, PageMode pages = PageMode::huge,
+                                              std::size_t max_group = 16,
+                                              std::size_t buffer_bytes = std::size_t{256} << 20U) {
+    const ModelParameters parameters{.stall_ns = measure_memory_latency_ns(buffer_bytes, pages),
+                                     .compute_ns = compute_ns,
+                                     .switch_ns = measure_switch_ns()};
+    return model_group_size(parameters, max_group);
+}
+
+} // namespace mx::coro

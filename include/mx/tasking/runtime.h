@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "mx/tasking/config.h"
 #include "mx/tasking/detail/worker.h"
 #include "mx/tasking/resource.h"
+#include "mx/tasking/squad.h"
 #include "mx/tasking/task.h"
 
 namespace mx::tasking {
@@ -100,6 +102,15 @@ public:
     /// Defers `deleter(object)` until no task that may have seen `object` is in flight.
     void retire(void *object, void (*deleter)(void *) noexcept) noexcept { _worker->retire(object, deleter); }
 
+    /// Publishes squads (see Squad): their queued tasks move to workers and run.
+    void publish(std::span<Squad *const> squads) noexcept {
+        _worker->core().publish(squads.data(), squads.size(), _worker);
+    }
+    void publish(Squad &squad) noexcept {
+        Squad *one = &squad;
+        publish(std::span<Squad *const>{&one, 1});
+    }
+
 private:
     detail::Worker *_worker;
 };
@@ -171,6 +182,17 @@ public:
             _core->retire(object, deleter);
         }
     }
+    /// Publishes squads from any thread (see Squad): their queued tasks move to workers and run.
+    void publish(std::span<Squad *const> squads) noexcept {
+        detail::Worker *worker = detail::current_worker();
+        _core->publish(squads.data(), squads.size(),
+                       worker != nullptr && &worker->core() == _core.get() ? worker : nullptr);
+    }
+    void publish(Squad &squad) noexcept {
+        Squad *one = &squad;
+        publish(std::span<Squad *const>{&one, 1});
+    }
+
     /// The global reclamation epoch (advances every RuntimeConfig::epoch_interval_ms).
     [[nodiscard]] std::uint64_t epoch() const noexcept { return _core->global_epoch(); }
     /// Whether hardware transactions are used (RTM present and working).

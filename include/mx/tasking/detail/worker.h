@@ -20,6 +20,7 @@
 #include "mx/tasking/config.h"
 #include "mx/tasking/detail/queues.h"
 #include "mx/tasking/resource.h"
+#include "mx/tasking/squad.h"
 #include "mx/tasking/task.h"
 
 namespace mx::tasking::detail {
@@ -138,6 +139,9 @@ public:
     template <class T, class... Args>
     T *new_task(Args &&...args) noexcept;
     void destroy(Task &task) noexcept;
+
+    /// Owner thread only: moves every task queued in the squad into the local pool in one block.
+    void adopt(Squad &squad) noexcept;
 
     /// Owner thread only: defer freeing `object` until no task can still reach it.
     void retire(void *object, void (*deleter)(void *) noexcept) noexcept;
@@ -293,6 +297,8 @@ public:
     std::uint16_t assign_worker(std::optional<std::uint16_t> forced, std::uint8_t weight);
     void release_worker(std::uint16_t worker, std::uint8_t weight) noexcept;
     void retire(void *object, void (*deleter)(void *) noexcept) noexcept;
+    /// Any thread: hands each squad to a worker, balancing queued task counts.
+    void publish(Squad *const *squads, std::size_t count, Worker *caller) noexcept;
     [[nodiscard]] bool reclamation() const noexcept { return _reclamation; }
     [[nodiscard]] std::uint64_t global_epoch() const noexcept {
         return _global_epoch.load(std::memory_order_acquire);
@@ -361,6 +367,10 @@ inline void Worker::count_spawn(Task &task) noexcept {
 inline void Worker::spawn(Task &task) noexcept {
     MX_ASSERT(!_in_optimistic_read,
               "an optimistic reader may run again: return successors via TaskResult instead of spawning");
+    if (Squad *squad = task.squad(); squad != nullptr) [[unlikely]] {
+        squad->push(task); // counted when the squad is published
+        return;
+    }
     std::uint16_t target = task.target_worker();
     if (const ResourcePtr resource = task.resource(); resource && task.access() != AccessMode::none) {
         // Fig. 2 of the paper: serialized resources, and writers of optimistically scheduled

@@ -1,0 +1,403 @@
+#pragma once
+
+// The task-based B-link tree (dissertation ch. 5): every node is a runtime resource, every
+// operation one task that moves down the tree node by node. The task is annotated as a reader
+// of each inner node it visits and as a writer of the leaf from the branch level on, so the
+// runtime wraps the node's synchronization primitive around each step and the tree code has no
+// latch code at all. See docs/design/blinktree.md.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "mx/index/blinktree/check.h"
+#include "mx/index/blinktree/node.h"
+#include "mx/sync/primitives.h"
+#include "mx/tasking/runtime.h"
+
+namespace mx::index::blinktree {
+
+enum class Operation : std::uint8_t { insert, lookup, update, remove, scan, insert_separator };
+
+/// What an operation found or did. insert: found = the key was already there (nothing changed);
+/// update / remove: found = the key was there (and was changed); lookup: found and value;
+/// scan: count entries written to the request's buffer.
+struct OpResult {
+    Operation operation{Operation::lookup};
+    Key key{0};
+    Value value{0};
+    bool found{false};
+    std::uint32_t count{0};
+};
+
+/// Called once per operation on the worker that finished it, after the read was validated.
+using Callback = void (*)(void *context, const OpResult &result, tasking::TaskContext &task_context) noexcept;
+struct Listener {
+    Callback callback{nullptr};
+    void *context{nullptr};
+};
+
+struct Request {
+    Operation operation{Operation::lookup};
+    Key key{0};
+    Value value{0};
+    Listener listener{};
+    /// Scans: up to scan_limit entries with keys >= key are written here.
+    std::pair<Key, Value> *scan_out{nullptr};
+    std::uint32_t scan_limit{0};
+};
+
+struct TreeConfig {
+    /// Forces every node's primitive (the cost model decides otherwise: optimistic scheduling for
+    /// inner nodes, optimistic latches for leaves).
+    std::optional<sync::Primitive> primitive{};
+    double inner_read_ratio{0.99};
+    double leaf_read_ratio{0.5};
+    /// Prefetch hints: header plus this many eighths of the key array for reading steps
+    /// (dissertation 5.4: half the keys is the sweet spot for lookups) and for writing steps.
+    std::uint32_t read_prefetch_eighths{4};
+    std::uint32_t write_prefetch_eighths{8};
+    /// Off: no hints; the runtime then prefetches the first line of each node only.
+    bool prefetch_hints{true};
+};
+
+/// Completion object for callers outside the runtime: pass listener(), then wait().
+class Completion {
+public:
+    [[nodiscard]] Listener listener() noexcept { return Listener{&Completion::deliver, this}; }
+    /// Blocks (spin, then yield) until the result arrived.
+    OpResult wait() const noexcept {
+        for (std::uint32_t spins = 0; _done.load(std::memory_order_acquire) == 0; ++spins) {
+            if (spins < 1024) {
+                system::pause();
+            } else {
+                std::this_thread::yield();
+            }
+        }
+        return _result;
+    }
+
+private:
+    static void deliver(void *context, const OpResult &result, tasking::TaskContext &) noexcept {
+        auto *self = static_cast<Completion *>(context);
+        self->_result = result;
+        // Last access to *self: the waiter may destroy it as soon as it sees the flag.
+        self->_done.store(1, std::memory_order_release);
+    }
+    OpResult _result{};                   // written by the worker before _done, read by the waiter after
+    std::atomic<std::uint32_t> _done{0}; // set by the worker, polled by the waiter
+};
+
+template <std::size_t NodeSize = 1024>
+class BLinkTree {
+public:
+    using NodeType = Node<NodeSize>;
+
+    /// Creates an empty tree (one leaf as root). The runtime must outlive the tree.
+    explicit BLinkTree(tasking::Runtime &runtime, TreeConfig config = {})
+        : _runtime(&runtime), _config(config),
+          _read_mask(NodeType::header_and_keys_mask(config.read_prefetch_eighths)),
+          _write_mask(NodeType::header_and_keys_mask(config.write_prefetch_eighths)) {
+        _root.store(runtime.new_resource<NodeType>(node_annotation(0), std::uint16_t{0}),
+                    std::memory_order_release);
+    }
+    /// Retires every node through the runtime's reclamation. No operation may be in flight.
+    ~BLinkTree() {
+        for_each_node<NodeSize>(_root.load(std::memory_order_acquire),
+                                [this](NodeRef ref) { _runtime->delete_resource(ref); });
+    }
+    BLinkTree(const BLinkTree &) = delete;
+    BLinkTree &operator=(const BLinkTree &) = delete;
+
+    /// From inside a task: starts an operation (spawned locally, or to the root's worker).
+    void submit(tasking::TaskContext &context, const Request &request) noexcept {
+        context.spawn(*start(context.new_task<OperationTask>(*this, request)));
+    }
+    /// From any thread outside the runtime's workers (or inside, like Runtime::spawn).
+    void submit(const Request &request) noexcept {
+        _runtime->spawn(*start(_runtime->new_task<OperationTask>(*this, request)));
+    }
+
+    // Synchronous wrappers for callers outside the runtime (tests, examples): each submits one
+    // operation and waits for its result. Never call them from inside a task.
+    bool insert(Key key, Value value) { return !run({.operation = Operation::insert, .key = key, .value = value}).found; }
+    std::optional<Value> lookup(Key key) {
+        const OpResult result = run({.operation = Operation::lookup, .key = key});
+        return result.found ? std::optional<Value>{result.value} : std::nullopt;
+    }
+    bool update(Key key, Value value) { return run({.operation = Operation::update, .key = key, .value = value}).found; }
+    bool remove(Key key) { return run({.operation = Operation::remove, .key = key}).found; }
+    std::vector<std::pair<Key, Value>> scan(Key from, std::uint32_t limit) {
+        std::vector<std::pair<Key, Value>> entries(limit);
+        const OpResult result =
+            run({.operation = Operation::scan, .key = from, .scan_out = entries.data(), .scan_limit = limit});
+        entries.resize(result.count);
+        return entries;
+    }
+
+    // Quiescent inspection (no operation in flight).
+    [[nodiscard]] NodeRef root() const noexcept { return _root.load(std::memory_order_acquire); }
+    [[nodiscard]] std::string check(TreeShape *shape = nullptr) const { return check_structure<NodeSize>(root(), shape); }
+    [[nodiscard]] std::vector<std::pair<Key, Value>> entries() const { return collect_entries<NodeSize>(root()); }
+    [[nodiscard]] const TreeConfig &config() const noexcept { return _config; }
+
+private:
+    class OperationTask;
+
+    [[nodiscard]] tasking::ResourceAnnotation node_annotation(std::uint16_t level) const noexcept {
+        const bool leaf = level == 0;
+        return tasking::ResourceAnnotation{
+            .isolation = tasking::Isolation::exclusive_writer,
+            .read_ratio = leaf ? _config.leaf_read_ratio : _config.inner_read_ratio,
+            .frequency = leaf ? tasking::AccessFrequency::normal : tasking::AccessFrequency::high,
+            .primitive = _config.primitive};
+    }
+
+    OperationTask *start(OperationTask *task) const noexcept {
+        const NodeRef root_ref = _root.load(std::memory_order_acquire);
+        // A node's level never changes after creation, so reading it unsynchronized is safe.
+        const bool leaf = root_ref.get<NodeType>()->is_leaf();
+        task->move_to(root_ref, leaf && task->writes_leaf() ? tasking::AccessMode::write : tasking::AccessMode::read_only);
+        return task;
+    }
+
+    OpResult run(const Request &request) {
+        Completion completion;
+        Request with_listener = request;
+        with_listener.listener = completion.listener();
+        submit(with_listener);
+        return completion.wait();
+    }
+
+    /// Called by a writer that split `node` (which it still holds): makes a new root above it,
+    /// or hands the separator to a follow-up task for the parent level.
+    void propagate_split(tasking::TaskContext &context, NodeRef node_ref, std::uint16_t level, Key separator,
+                         NodeRef sibling, NodeRef parent_hint) noexcept {
+        if (_root.load(std::memory_order_acquire) == node_ref) {
+            // Only a writer of the current root gets here, so root changes are serialized.
+            const NodeRef new_root =
+                context.new_resource<NodeType>(node_annotation(static_cast<std::uint16_t>(level + 1)),
+                                               static_cast<std::uint16_t>(level + 1));
+            NodeType &root_node = *new_root.get<NodeType>();
+            root_node.leftmost = node_ref;
+            root_node.keys[0] = separator;
+            root_node.payload[0] = NodeType::raw(sibling);
+            root_node.count = 1;
+            _root.store(new_root, std::memory_order_release);
+            return;
+        }
+        Request request{.operation = Operation::insert_separator, .key = separator, .value = NodeType::raw(sibling)};
+        auto *task = context.new_task<OperationTask>(*this, request);
+        task->set_target_level(static_cast<std::uint16_t>(level + 1));
+        if (parent_hint) {
+            task->move_to(parent_hint, tasking::AccessMode::write);
+        } else {
+            start(task);
+        }
+        context.spawn(*task);
+    }
+
+    NodeRef new_node(tasking::TaskContext &context, std::uint16_t level) noexcept {
+        return context.new_resource<NodeType>(node_annotation(level), level);
+    }
+
+    tasking::Runtime *_runtime;
+    TreeConfig _config;
+    std::uint64_t _read_mask;
+    std::uint64_t _write_mask;
+    // Written by the writer of the current root when it splits; read by every operation start.
+    alignas(system::cache_line_size) std::atomic<NodeRef> _root{};
+};
+
+template <std::size_t NodeSize>
+class BLinkTree<NodeSize>::OperationTask final : public tasking::Task {
+public:
+    OperationTask(BLinkTree &tree, const Request &request) noexcept : _tree(&tree), _request(request) {}
+
+    [[nodiscard]] bool writes_leaf() const noexcept {
+        return _request.operation == Operation::insert || _request.operation == Operation::update ||
+               _request.operation == Operation::remove;
+    }
+    void set_target_level(std::uint16_t level) noexcept { _target_level = level; }
+
+    void move_to(NodeRef node, tasking::AccessMode mode) noexcept {
+        annotate(node, mode);
+        if (_tree->_config.prefetch_hints) {
+            const bool write = mode == tasking::AccessMode::write;
+            annotate(tasking::PrefetchHint::lines(node.get(), write ? _tree->_write_mask : _tree->_read_mask,
+                                                  write ? system::PrefetchMode::for_write
+                                                        : system::PrefetchMode::temporal));
+        }
+    }
+
+    tasking::TaskResult execute(tasking::TaskContext &context) noexcept override {
+        const NodeRef ref = resource();
+        if (!ref) {
+            deliver(context); // the validated read left its result in the task
+            return tasking::TaskResult::remove();
+        }
+        if (access() == tasking::AccessMode::write) {
+            return write_step(context, ref, *ref.get<NodeType>());
+        }
+        return read_step(context, ref, *ref.get<NodeType>());
+    }
+
+    /// Scans append to the caller's buffer while reading a leaf: a failed validation must put
+    /// the cursor back. Other members a read writes are simply overwritten by the re-run.
+    std::span<std::byte> optimistic_state() noexcept override {
+        return _request.operation == Operation::scan ? state_bytes(_cursor) : std::span<std::byte>{};
+    }
+
+private:
+    struct ScanCursor {
+        Key from;
+        std::uint32_t count;
+    };
+
+    tasking::TaskResult read_step(tasking::TaskContext &context, NodeRef ref, const NodeType &node) noexcept {
+        const Key key = search_key();
+        if (node.beyond(key)) {
+            move_to(node.right, tasking::AccessMode::read_only);
+            return tasking::TaskResult::successor(this);
+        }
+        if (!node.is_leaf()) {
+            if (_request.operation == Operation::insert_separator && node.level == _target_level) {
+                // Reached the parent level as a reader (a root that has grown meanwhile): write.
+                move_to(ref, tasking::AccessMode::write);
+                return tasking::TaskResult::successor(this);
+            }
+            const NodeRef child = node.child(key);
+            const bool write_child = _request.operation == Operation::insert_separator
+                                         ? node.level == _target_level + 1
+                                         : node.is_branch() && writes_leaf();
+            _parent = ref;
+            move_to(child, write_child ? tasking::AccessMode::write : tasking::AccessMode::read_only);
+            return tasking::TaskResult::successor(this);
+        }
+        if (_request.operation == Operation::scan) {
+            return scan_leaf(context, ref, node);
+        }
+        const std::uint16_t index = node.find(key);
+        _result.found = index != NodeType::capacity;
+        _result.value = _result.found ? node.payload[index] : 0;
+        return finish(context, ref);
+    }
+
+    tasking::TaskResult scan_leaf(tasking::TaskContext &context, NodeRef ref, const NodeType &node) noexcept {
+        const std::uint16_t count = node.safe_count();
+        for (std::uint16_t i = node.lower_bound(_cursor.from); i < count && _cursor.count < _request.scan_limit; ++i) {
+            _request.scan_out[_cursor.count++] = {node.keys[i], node.payload[i]};
+        }
+        if (_cursor.count < _request.scan_limit && node.right) {
+            // Keys below the high key were all seen here; a later split only moves keys right.
+            _cursor.from = node.high_key;
+            move_to(node.right, tasking::AccessMode::read_only);
+            return tasking::TaskResult::successor(this);
+        }
+        _result.count = _cursor.count;
+        return finish(context, ref);
+    }
+
+    tasking::TaskResult write_step(tasking::TaskContext &context, NodeRef ref, NodeType &node) noexcept {
+        const Key key = search_key();
+        if (node.beyond(key)) {
+            move_to(node.right, tasking::AccessMode::write);
+            return tasking::TaskResult::successor(this);
+        }
+        if (!node.is_leaf()) {
+            MX_ASSERT(_request.operation == Operation::insert_separator && node.level == _target_level,
+                      "only separator inserts write inner nodes");
+            insert_entry(context, ref, node, key, _request.value);
+            return tasking::TaskResult::remove();
+        }
+        const std::uint16_t index = node.lower_bound(key);
+        const bool exists = index < node.count && node.keys[index] == key;
+        _result.found = exists;
+        switch (_request.operation) {
+        case Operation::insert:
+            if (!exists) {
+                insert_entry(context, ref, node, key, _request.value);
+            }
+            break;
+        case Operation::update:
+            if (exists) {
+                node.payload[index] = _request.value;
+            }
+            break;
+        case Operation::remove:
+            if (exists) {
+                node.erase_at(index);
+            }
+            break;
+        default:
+            MX_ASSERT(false, "readers never write leaves");
+            break;
+        }
+        _result.value = _request.value;
+        return finish(context, ref);
+    }
+
+    /// Inserts into a node this task writes; splits it when full.
+    void insert_entry(tasking::TaskContext &context, NodeRef ref, NodeType &node, Key key, std::uint64_t payload) noexcept {
+        if (!node.full()) {
+            node.insert_at(node.lower_bound(key), key, payload);
+            return;
+        }
+        const NodeRef sibling_ref = _tree->new_node(context, node.level);
+        NodeType &sibling = *sibling_ref.get<NodeType>();
+        const Key separator = node.split_into(sibling, sibling_ref);
+        // Inner nodes promoted the separator: it is in neither half, so `>=` picks the sibling.
+        NodeType &target = key >= separator ? sibling : node;
+        target.insert_at(target.lower_bound(key), key, payload);
+        _tree->propagate_split(context, ref, node.level, separator, sibling_ref, _parent);
+    }
+
+    /// Ends a step that produced the result: delivers it here when no re-run can follow (a
+    /// writer, or a reader under a latch or scheduling), otherwise in one more step without
+    /// resource, which the runtime dispatches only after the read was validated.
+    tasking::TaskResult finish(tasking::TaskContext &context, NodeRef ref) noexcept {
+        if (_request.listener.callback == nullptr) {
+            return tasking::TaskResult::remove();
+        }
+        const sync::Primitive primitive = tasking::primitive_of(ref);
+        const bool writer = access() == tasking::AccessMode::write;
+        const bool direct = primitive == sync::Primitive::spinlock || primitive == sync::Primitive::rw_latch ||
+                            primitive == sync::Primitive::scheduling || primitive == sync::Primitive::none ||
+                            (writer && primitive != sync::Primitive::htm);
+        if (direct) {
+            deliver(context);
+            return tasking::TaskResult::remove();
+        }
+        annotate(tasking::ResourcePtr{}, tasking::AccessMode::none);
+        annotate(tasking::PrefetchHint{});
+        return tasking::TaskResult::successor(this);
+    }
+
+    [[nodiscard]] Key search_key() const noexcept {
+        return _request.operation == Operation::scan ? _cursor.from : _request.key;
+    }
+
+    void deliver(tasking::TaskContext &context) noexcept {
+        _result.operation = _request.operation;
+        _result.key = _request.key;
+        if (_request.listener.callback != nullptr) {
+            _request.listener.callback(_request.listener.context, _result, context);
+        }
+    }
+
+private:
+    BLinkTree *_tree;
+    Request _request;
+    ScanCursor _cursor{_request.key, 0};
+    OpResult _result{};
+    NodeRef _parent{}; // last inner node this task descended from (hint for split propagation)
+    std::uint16_t _target_level{0};
+};
+
+} // namespace mx::index::blinktree

@@ -1,0 +1,54 @@
+#pragma once
+
+// Task squads (dissertation ch. 6): tasks that work on the same data collect in a squad instead of
+// a worker's pool; when the application publishes the squad, all of its tasks move to one worker
+// and run there back to back, so the squad's data stays in that core's caches.
+
+#include <atomic>
+#include <cstdint>
+
+#include "mx/system/cpu.h"
+#include "mx/tasking/detail/queues.h"
+#include "mx/tasking/task.h"
+
+namespace mx::tasking {
+
+namespace detail {
+class Worker;
+class RuntimeCore;
+class SquadDispatch;
+} // namespace detail
+
+/// A squad. Owned by the application (e.g. one per partition); must outlive the tasks spawned
+/// into it and may be published many times (once per phase). Not movable: tasks link to it.
+///
+/// Guarantees: a task annotated with the squad stays queued until the next publish; a publish
+/// moves every task queued at that moment to one worker's local FIFO in one block, so the squad's
+/// tasks run back to back in the order each producer spawned them; squads published together are
+/// spread over the workers by their queued task counts (largest first onto the least loaded
+/// worker). Tasks spawned into an unpublished squad do not count for Runtime::wait().
+class Squad {
+public:
+    Squad() noexcept = default;
+    Squad(const Squad &) = delete;
+    Squad &operator=(const Squad &) = delete;
+
+    /// Tasks waiting for the next publish (approximate while producers are active).
+    [[nodiscard]] std::uint64_t queued() const noexcept { return _queued.load(std::memory_order_relaxed); }
+
+private:
+    friend class detail::Worker;
+    friend class detail::RuntimeCore;
+    friend class detail::SquadDispatch;
+
+    void push(Task &task) noexcept {
+        _queued.fetch_add(1, std::memory_order_relaxed);
+        _tasks.push(task);
+    }
+
+    // Pushed by any producer; popped by the worker that adopts the squad after a publish.
+    detail::MpscQueue<Task> _tasks;
+    alignas(system::cache_line_size) std::atomic<std::uint64_t> _queued{0};
+};
+
+} // namespace mx::tasking

@@ -1,0 +1,135 @@
+// Task squads: queued until published, run exactly once, back to back on one worker, balanced.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "mx/tasking/runtime.h"
+
+namespace {
+
+using mx::tasking::Annotation;
+using mx::tasking::Runtime;
+using mx::tasking::RuntimeConfig;
+using mx::tasking::Squad;
+using mx::tasking::TaskContext;
+
+struct Record {
+    std::mutex mutex;
+    std::vector<std::pair<std::size_t, int>> runs; // (squad, worker) in execution order
+};
+
+class SquadTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(SquadTest, TasksWaitForPublishAndRunOnceBackToBackOnOneWorker) {
+    const int workers = GetParam();
+    RuntimeConfig config;
+    config.workers = static_cast<std::uint16_t>(workers);
+    Runtime runtime{config};
+    constexpr std::size_t squads_count = 6;
+    constexpr int per_producer = 50;
+    auto squads = std::make_unique<Squad[]>(squads_count);
+    Record record;
+    std::atomic<int> executed{0};
+
+    // Producers on every worker spawn into every squad.
+    for (int producer = 0; producer < workers; ++producer) {
+        runtime.spawn(
+            [&, producer](TaskContext &context) {
+                for (std::size_t s = 0; s < squads_count; ++s) {
+                    for (int i = 0; i < per_producer; ++i) {
+                        context.spawn(
+                            [&, s](TaskContext &inner) {
+                                executed.fetch_add(1);
+                                const std::lock_guard lock{record.mutex};
+                                record.runs.emplace_back(s, inner.worker_id());
+                            },
+                            Annotation{.squad = &squads[s]});
+                    }
+                }
+                static_cast<void>(producer);
+            },
+            Annotation{.target_worker = static_cast<std::uint16_t>(producer)});
+    }
+    runtime.wait(); // squad tasks do not count until published
+    EXPECT_EQ(executed.load(), 0);
+    for (std::size_t s = 0; s < squads_count; ++s) {
+        EXPECT_EQ(squads[s].queued(), static_cast<std::uint64_t>(workers * per_producer));
+    }
+
+    std::vector<Squad *> all;
+    for (std::size_t s = 0; s < squads_count; ++s) {
+        all.push_back(&squads[s]);
+    }
+    runtime.publish(all);
+    runtime.wait();
+    EXPECT_EQ(executed.load(), static_cast<int>(squads_count) * workers * per_producer);
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+
+    // Each squad ran on exactly one worker and as one contiguous block on it.
+    std::vector<int> worker_of(squads_count, -1);
+    std::vector<std::vector<std::size_t>> sequence(static_cast<std::size_t>(workers));
+    for (const auto &[squad, worker] : record.runs) {
+        if (worker_of[squad] == -1) {
+            worker_of[squad] = worker;
+        }
+        EXPECT_EQ(worker_of[squad], worker) << "squad " << squad << " split over workers";
+        sequence[static_cast<std::size_t>(worker)].push_back(squad);
+    }
+    for (const auto &on_worker : sequence) {
+        std::vector<std::size_t> seen;
+        for (std::size_t i = 0; i < on_worker.size(); ++i) {
+            if (i == 0 || on_worker[i] != on_worker[i - 1]) {
+                EXPECT_EQ(std::count(seen.begin(), seen.end(), on_worker[i]), 0) << "squad not back to back";
+                seen.push_back(on_worker[i]);
+            }
+        }
+    }
+    // Balanced: equal squads spread over all workers (up to the number of squads).
+    std::vector<int> per_worker(static_cast<std::size_t>(workers), 0);
+    for (int w : worker_of) {
+        ++per_worker[static_cast<std::size_t>(w)];
+    }
+    const int fair = (static_cast<int>(squads_count) + workers - 1) / workers;
+    for (int count : per_worker) {
+        EXPECT_LE(count, fair);
+    }
+
+    // A squad is reusable: second phase.
+    runtime.spawn([&](TaskContext &context) {
+        context.spawn([&] { executed.fetch_add(1); }, Annotation{.squad = &squads[0]});
+        context.publish(squads[0]);
+    });
+    runtime.wait();
+    EXPECT_EQ(executed.load(), static_cast<int>(squads_count) * workers * per_producer + 1);
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
+TEST_P(SquadTest, ExternalSpawnAndEmptyPublish) {
+    RuntimeConfig config;
+    config.workers = static_cast<std::uint16_t>(GetParam());
+    Runtime runtime{config};
+    Squad squad;
+    Squad empty;
+    std::atomic<int> executed{0};
+    for (int i = 0; i < 100; ++i) {
+        runtime.spawn([&] { executed.fetch_add(1); }, Annotation{.squad = &squad});
+    }
+    runtime.wait();
+    EXPECT_EQ(executed.load(), 0);
+    runtime.publish(empty);
+    runtime.publish(squad);
+    runtime.wait();
+    EXPECT_EQ(executed.load(), 100);
+    EXPECT_EQ(squad.queued(), 0U);
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, SquadTest, ::testing::Values(1, 2, 4, 8), [](const auto &param_info) {
+    return std::to_string(param_info.param) + "_workers";
+});
+
+} // namespace

@@ -50,41 +50,33 @@ bool RegionHeap::new_chunk(std::size_t at_least) noexcept {
     return true;
 }
 
-FreeBlock *RegionHeap::take(std::uint8_t size_class, std::uint32_t count) noexcept {
+RegionHeap::Batch RegionHeap::take(std::uint8_t size_class, std::uint32_t count) noexcept {
     const std::size_t block_size = task_size_classes[size_class];
     std::lock_guard lock{_mutex};
+    // A returned batch first: handing it over is O(1), and its blocks are NUMA-local already.
+    if (auto &returned = _returned[size_class]; !returned.empty()) {
+        const Batch batch = returned.back();
+        returned.pop_back();
+        return batch;
+    }
+    const std::size_t needed = block_size * count;
+    if (static_cast<std::size_t>(_bump_end - _bump) < needed && !new_chunk(needed)) {
+        return {};
+    }
     FreeBlock *head = nullptr;
-    // Returned blocks first: they are warm and already NUMA-local.
-    while (count > 0 && _returned[size_class] != nullptr) {
-        FreeBlock *block = _returned[size_class];
-#if defined(MX_ASAN)
-        ASAN_UNPOISON_MEMORY_REGION(block, block_size);
-#endif
-        _returned[size_class] = block->next;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        auto *block = reinterpret_cast<FreeBlock *>(_bump);
+        _bump += block_size;
         block->next = head;
         head = block;
-        --count;
     }
-    if (count > 0) {
-        const std::size_t needed = block_size * count;
-        if (static_cast<std::size_t>(_bump_end - _bump) < needed && !new_chunk(needed)) {
-            return head;
-        }
-        for (std::uint32_t i = 0; i < count; ++i) {
-            auto *block = reinterpret_cast<FreeBlock *>(_bump);
-            _bump += block_size;
-            block->next = head;
-            head = block;
-        }
-    }
-    return head;
+    return {head, count};
 }
 
-void RegionHeap::give_back(std::uint8_t size_class, FreeBlock *head, FreeBlock *tail,
-                           [[maybe_unused]] std::uint32_t count) noexcept {
+void RegionHeap::give_back(std::uint8_t size_class, FreeBlock *head, [[maybe_unused]] FreeBlock *tail,
+                           std::uint32_t count) noexcept {
     std::lock_guard lock{_mutex};
-    tail->next = _returned[size_class];
-    _returned[size_class] = head;
+    _returned[size_class].push_back(Batch{head, count});
 }
 
 std::size_t RegionHeap::reserved_bytes() const noexcept {
@@ -97,15 +89,11 @@ std::size_t RegionHeap::reserved_bytes() const noexcept {
 }
 
 FreeBlock *TaskAllocator::refill(std::uint8_t size_class) noexcept {
-    FreeBlock *head = _heap->take(size_class, _batch);
-    std::uint32_t count = 0;
-    for (FreeBlock *block = head; block != nullptr; block = block->next) {
-        ++count;
-    }
-    _lists[size_class] = head;
-    _counts[size_class] = count;
+    const RegionHeap::Batch batch = _heap->take(size_class, _batch);
+    _lists[size_class] = batch.head;
+    _counts[size_class] = batch.count;
     bump(_refills);
-    return head;
+    return batch.head;
 }
 
 void TaskAllocator::give_back(std::uint8_t size_class) noexcept {

@@ -158,7 +158,8 @@ Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::ui
       _load_latency_cycles(config.load_latency_cycles != 0 ? config.load_latency_cycles
                            : config.dynamic_prefetch       ? system::load_latency_cycles()
                                                            : 0),
-      _idle_spin_cycles(config.idle_spin_cycles), _optimistic_retries(config.optimistic_retries),
+      _idle_spin_cycles(config.idle_spin_cycles), _lifo(config.local_order == LocalOrder::lifo),
+      _optimistic_retries(config.optimistic_retries),
       _epoch_check_tasks(std::max<std::uint32_t>(1, config.epoch_check_tasks)),
       _reclamation(config.memory_reclamation), _allocator(heap, config.allocator_batch),
       _pool(core.region_count()), _buffer(config.task_buffer_size, nullptr),
@@ -171,6 +172,7 @@ void Worker::run() noexcept {
     while (!_core->stop_requested()) {
         _buffer_size = _pool.fill(_buffer.data(), capacity, _region);
         _buffer_position = 0;
+        _local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
         if (_buffer_size == 0) {
             idle();
         } else if (_dynamic_prefetch) {
@@ -180,6 +182,43 @@ void Worker::run() noexcept {
         }
     }
     tls_worker = nullptr;
+}
+
+void Worker::spawn_routed(Task &task) noexcept {
+    if (Squad *squad = task.squad(); squad != nullptr) {
+        squad->push(task); // counted when the squad is published
+        return;
+    }
+    std::uint16_t target = task.target_worker();
+    if (const ResourcePtr resource = task.resource(); resource && task.access() != AccessMode::none) {
+        // Fig. 2 of the paper: serialized resources, and writers of optimistically scheduled
+        // ones, go to the resource's worker.
+        const sync::Primitive primitive = primitive_of(resource);
+        if (primitive == sync::Primitive::scheduling ||
+            (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write)) {
+            target = worker_of(resource);
+        }
+    }
+    if (target == any_worker) {
+        if (task.target_region() == any_region) {
+            count_spawn(task);
+            push_local(task);
+            return;
+        }
+        const std::uint8_t region = task.target_region();
+        MX_ASSERT(region < _core->region_count(),
+                  "task annotated with a NUMA region the runtime does not have");
+        const auto &workers = _core->workers_of_region(region);
+        target = workers[_region_round_robin++ % workers.size()];
+    }
+    MX_ASSERT(target < _core->worker_count(), "task annotated with a worker the runtime does not have");
+    count_spawn(task);
+    if (target == _id) {
+        push_local(task);
+    } else {
+        bump(_shared.spawned_remote);
+        _core->worker(target).push_remote(task, _region);
+    }
 }
 
 void Worker::run_buffer_static() noexcept {
@@ -256,10 +295,11 @@ void Worker::execute_sampled(Task &task) noexcept {
 
 void Worker::execute(Task &task) noexcept {
     TaskContext context{*this};
-    _running = &task;
+    _running = &task; // spawns from the task (and its successor) see its epoch
     TaskResult result = TaskResult::done();
-    const ResourcePtr resource = task.resource();
-    if (!resource || task.access() == AccessMode::none || primitive_of(resource) == sync::Primitive::none) {
+    if (const ResourcePtr resource = task.resource();
+        !resource || task.access() == AccessMode::none || primitive_of(resource) == sync::Primitive::none)
+        [[likely]] {
         result = task.execute(context);
     } else if (!run_synchronized(task, context, result)) {
         // Put back for a later attempt. The re-queue counts as a new spawn that keeps the
@@ -268,39 +308,27 @@ void Worker::execute(Task &task) noexcept {
         count_spawn(task);
         _running = nullptr;
         _pool.push_local(task);
-        bump(_shared.spawned_local);
         bump(_shared.completed[epoch], std::memory_order_release);
         return;
     }
-    _running = nullptr;
-    finish(task, result);
-    if (++_tasks_since_epoch_check >= _epoch_check_tasks) [[unlikely]] {
-        epoch_duties();
-    }
-}
-
-void Worker::finish(Task &task, const TaskResult &result) noexcept {
     const std::uint8_t epoch = RuntimeCore::epoch_of(task);
     if (result.next() != nullptr) {
-        _running = &task; // the successor inherits this task's epoch if it is on a resource
         spawn(*result.next());
-        _running = nullptr;
     }
-    switch (result.action()) {
-    case TaskResult::Action::keep:
-        break;
-    case TaskResult::Action::remove:
+    if (result.action() == TaskResult::Action::remove) [[likely]] {
         destroy(task);
-        break;
-    case TaskResult::Action::stop:
+    } else if (result.action() == TaskResult::Action::stop) {
         if (task.is_runtime_owned()) {
             destroy(task);
         }
         _core->request_stop();
-        break;
     }
+    _running = nullptr;
     // Release: a thread that sees this count also sees every spawn above (wait(), reclamation).
     bump(_shared.completed[epoch], std::memory_order_release);
+    if (++_tasks_since_epoch_check >= _epoch_check_tasks) [[unlikely]] {
+        epoch_duties();
+    }
 }
 
 namespace {
@@ -422,18 +450,6 @@ bool Worker::run_optimistic_read(Task &task, TaskContext &context, const Resourc
         }
     }
     return false;
-}
-
-void Worker::destroy(Task &task) noexcept {
-    MX_ASSERT(task.is_runtime_owned(), "TaskResult::remove() from a task the runtime did not allocate");
-    const std::uint8_t size_class = RuntimeCore::size_class_of(task);
-    task.~Task();
-    if (size_class == memory::oversized_class) {
-        ::operator delete(static_cast<void *>(&task), std::align_val_t{system::cache_line_size});
-        _core->count_oversized(-1);
-    } else {
-        _allocator.free(&task, size_class);
-    }
 }
 
 void Worker::idle() noexcept {
@@ -568,8 +584,12 @@ WorkerStatistics Worker::statistics() const noexcept {
     for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
         s.tasks_executed += _shared.completed[b].load(std::memory_order_relaxed);
     }
-    s.spawned_local = _shared.spawned_local.load(std::memory_order_relaxed);
     s.spawned_remote = _shared.spawned_remote.load(std::memory_order_relaxed);
+    std::uint64_t spawned = 0;
+    for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
+        spawned += _shared.spawned[b].load(std::memory_order_relaxed);
+    }
+    s.spawned_local = spawned - s.spawned_remote;
     s.allocator_refills = _allocator.refills();
     s.idle_cycles = _shared.idle_cycles.load(std::memory_order_relaxed);
     s.sleeps = _shared.sleeps.load(std::memory_order_relaxed);
@@ -852,7 +872,6 @@ void Worker::adopt(Squad &squad) noexcept {
         task->annotate(static_cast<Squad *>(nullptr));
         count_spawn(*task);
         _pool.push_local(*task);
-        bump(_shared.spawned_local);
         ++adopted;
     }
     squad._queued.fetch_sub(adopted, std::memory_order_relaxed);

@@ -54,9 +54,14 @@ public:
     RegionHeap(const RegionHeap &) = delete;
     RegionHeap &operator=(const RegionHeap &) = delete;
 
-    /// Hands out a list of `count` blocks of a size class, linked through FreeBlock::next.
-    /// Returns nullptr only when the system has no memory left.
-    FreeBlock *take(std::uint8_t size_class, std::uint32_t count) noexcept;
+    struct Batch {
+        FreeBlock *head{nullptr};
+        std::uint32_t count{0};
+    };
+    /// Hands out a list of blocks of a size class, linked through FreeBlock::next: a batch some
+    /// worker gave back (whatever its size), else `count` fresh blocks. An empty batch only when
+    /// the system has no memory left.
+    Batch take(std::uint8_t size_class, std::uint32_t count) noexcept;
     /// Takes back a list of blocks (head..tail linked) of one size class.
     void give_back(std::uint8_t size_class, FreeBlock *head, FreeBlock *tail, std::uint32_t count) noexcept;
 
@@ -77,14 +82,14 @@ private:
     std::vector<Chunk> _chunks;
     std::byte *_bump{nullptr};
     std::byte *_bump_end{nullptr};
-    std::array<FreeBlock *, size_class_count> _returned{};
+    std::array<std::vector<Batch>, size_class_count> _returned{}; // whole batches: O(1) take
 };
 
 /// Worker-local allocator. Owner-private except for the statistics, which any thread may read.
 class TaskAllocator {
 public:
     explicit TaskAllocator(RegionHeap &heap, std::uint32_t batch = 64) noexcept
-        : _heap(&heap), _batch(batch) {}
+        : _heap(&heap), _batch(batch), _give_back_threshold(4 * batch) {}
     TaskAllocator(const TaskAllocator &) = delete;
     TaskAllocator &operator=(const TaskAllocator &) = delete;
 
@@ -109,7 +114,7 @@ public:
         poison(block, size_class);
         _lists[size_class] = block;
         bump(_freed);
-        if (++_counts[size_class] > 4 * _batch) [[unlikely]] {
+        if (++_counts[size_class] > _give_back_threshold) [[unlikely]] {
             give_back(size_class);
         }
     }
@@ -147,6 +152,7 @@ private:
 
     RegionHeap *_heap;
     std::uint32_t _batch;
+    std::uint32_t _give_back_threshold; // list length that triggers a give-back
     std::array<FreeBlock *, size_class_count> _lists{};
     std::array<std::uint32_t, size_class_count> _counts{};
     // Written by the owner only; read by statistics readers.

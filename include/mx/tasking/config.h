@@ -8,6 +8,11 @@
 
 namespace mx::tasking {
 
+/// Order of the tasks a worker spawns for itself. FIFO is the default and what the dataflow
+/// layer's barrier tasks rely on; LIFO runs the newest task first (depth-first), which keeps
+/// recursive fork/join (divide and conquer) from building a breadth-first frontier of tasks.
+enum class LocalOrder : std::uint8_t { fifo, lifo };
+
 /// How to start a runtime. Every field has a sane default: `Runtime runtime{};` starts one
 /// pinned worker per core this process may use.
 struct RuntimeConfig {
@@ -20,6 +25,7 @@ struct RuntimeConfig {
     /// cores each, mapped onto the real CPUs.
     std::string topology{};
     bool pin_workers{true};
+    LocalOrder local_order{LocalOrder::fifo};
     /// Tasks a worker moves from its pool into its buffer per round.
     std::uint32_t task_buffer_size{64};
     /// Static prefetch distance in tasks: before running task i the worker prefetches the

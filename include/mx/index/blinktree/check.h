@@ -63,7 +63,8 @@ std::string check_structure(NodeRef root, TreeShape *shape = nullptr) {
                 return where + ": sibling chain and parent entries disagree (a separator is missing)";
             }
             const Expected &bounds = expected[position];
-            if (bounds.has_high != static_cast<bool>(node.right) || (bounds.has_high && bounds.high != node.high_key)) {
+            if (bounds.has_high != static_cast<bool>(node.right) ||
+                (bounds.has_high && bounds.high != node.high_key)) {
                 return where + ": high key differs from the parent's next separator";
             }
             if (has_previous_high != bounds.has_low || (bounds.has_low && previous_high != bounds.low)) {
@@ -97,7 +98,8 @@ std::string check_structure(NodeRef root, TreeShape *shape = nullptr) {
                     }
                 };
                 for (int i = -1; i < static_cast<int>(node.count); ++i) {
-                    const NodeRef child = i < 0 ? node.leftmost : node.child_at(static_cast<std::uint16_t>(i));
+                    const NodeRef child =
+                        i < 0 ? node.leftmost : node.child_at(static_cast<std::uint16_t>(i));
                     if (!child) {
                         return where + ": null child";
                     }
@@ -115,7 +117,8 @@ std::string check_structure(NodeRef root, TreeShape *shape = nullptr) {
             ++position;
         }
         if (position != expected.size()) {
-            return "level " + std::to_string(level) + ": parents reference nodes missing from the sibling chain";
+            return "level " + std::to_string(level) +
+                   ": parents reference nodes missing from the sibling chain";
         }
         if (level > 0) {
             first = at(first)->leftmost;

@@ -183,8 +183,12 @@ public:
     }
 
     [[nodiscard]] NodeRef root() const noexcept { return _root.load(std::memory_order_acquire); }
-    [[nodiscard]] std::string check(TreeShape *shape = nullptr) const { return check_structure<NodeSize>(root(), shape); }
-    [[nodiscard]] std::vector<std::pair<Key, Value>> entries() const { return collect_entries<NodeSize>(root()); }
+    [[nodiscard]] std::string check(TreeShape *shape = nullptr) const {
+        return check_structure<NodeSize>(root(), shape);
+    }
+    [[nodiscard]] std::vector<std::pair<Key, Value>> entries() const {
+        return collect_entries<NodeSize>(root());
+    }
 
 private:
     struct alignas(system::cache_line_size) LatchLine {

@@ -90,7 +90,7 @@ private:
         // Last access to *self: the waiter may destroy it as soon as it sees the flag.
         self->_done.store(1, std::memory_order_release);
     }
-    OpResult _result{};                   // written by the worker before _done, read by the waiter after
+    OpResult _result{};                  // written by the worker before _done, read by the waiter after
     std::atomic<std::uint32_t> _done{0}; // set by the worker, polled by the waiter
 };
 
@@ -126,12 +126,16 @@ public:
 
     // Synchronous wrappers for callers outside the runtime (tests, examples): each submits one
     // operation and waits for its result. Never call them from inside a task.
-    bool insert(Key key, Value value) { return !run({.operation = Operation::insert, .key = key, .value = value}).found; }
+    bool insert(Key key, Value value) {
+        return !run({.operation = Operation::insert, .key = key, .value = value}).found;
+    }
     std::optional<Value> lookup(Key key) {
         const OpResult result = run({.operation = Operation::lookup, .key = key});
         return result.found ? std::optional<Value>{result.value} : std::nullopt;
     }
-    bool update(Key key, Value value) { return run({.operation = Operation::update, .key = key, .value = value}).found; }
+    bool update(Key key, Value value) {
+        return run({.operation = Operation::update, .key = key, .value = value}).found;
+    }
     bool remove(Key key) { return run({.operation = Operation::remove, .key = key}).found; }
     std::vector<std::pair<Key, Value>> scan(Key from, std::uint32_t limit) {
         std::vector<std::pair<Key, Value>> entries(limit);
@@ -143,8 +147,12 @@ public:
 
     // Quiescent inspection (no operation in flight).
     [[nodiscard]] NodeRef root() const noexcept { return _root.load(std::memory_order_acquire); }
-    [[nodiscard]] std::string check(TreeShape *shape = nullptr) const { return check_structure<NodeSize>(root(), shape); }
-    [[nodiscard]] std::vector<std::pair<Key, Value>> entries() const { return collect_entries<NodeSize>(root()); }
+    [[nodiscard]] std::string check(TreeShape *shape = nullptr) const {
+        return check_structure<NodeSize>(root(), shape);
+    }
+    [[nodiscard]] std::vector<std::pair<Key, Value>> entries() const {
+        return collect_entries<NodeSize>(root());
+    }
     [[nodiscard]] const TreeConfig &config() const noexcept { return _config; }
 
 private:
@@ -163,7 +171,8 @@ private:
         const NodeRef root_ref = _root.load(std::memory_order_acquire);
         // A node's level never changes after creation, so reading it unsynchronized is safe.
         const bool leaf = root_ref.get<NodeType>()->is_leaf();
-        task->move_to(root_ref, leaf && task->writes_leaf() ? tasking::AccessMode::write : tasking::AccessMode::read_only);
+        task->move_to(root_ref, leaf && task->writes_leaf() ? tasking::AccessMode::write
+                                                            : tasking::AccessMode::read_only);
         return task;
     }
 
@@ -192,7 +201,8 @@ private:
             _root.store(new_root, std::memory_order_release);
             return;
         }
-        Request request{.operation = Operation::insert_separator, .key = separator, .value = NodeType::raw(sibling)};
+        Request request{
+            .operation = Operation::insert_separator, .key = separator, .value = NodeType::raw(sibling)};
         auto *task = context.new_task<OperationTask>(*this, request);
         task->set_target_level(static_cast<std::uint16_t>(level + 1));
         if (parent_hint) {
@@ -291,7 +301,8 @@ private:
 
     tasking::TaskResult scan_leaf(tasking::TaskContext &context, NodeRef ref, const NodeType &node) noexcept {
         const std::uint16_t count = node.safe_count();
-        for (std::uint16_t i = node.lower_bound(_cursor.from); i < count && _cursor.count < _request.scan_limit; ++i) {
+        for (std::uint16_t i = node.lower_bound(_cursor.from);
+             i < count && _cursor.count < _request.scan_limit; ++i) {
             _request.scan_out[_cursor.count++] = {node.keys[i], node.payload[i]};
         }
         if (_cursor.count < _request.scan_limit && node.right) {
@@ -344,7 +355,8 @@ private:
     }
 
     /// Inserts into a node this task writes; splits it when full.
-    void insert_entry(tasking::TaskContext &context, NodeRef ref, NodeType &node, Key key, std::uint64_t payload) noexcept {
+    void insert_entry(tasking::TaskContext &context, NodeRef ref, NodeType &node, Key key,
+                      std::uint64_t payload) noexcept {
         if (!node.full()) {
             node.insert_at(node.lower_bound(key), key, payload);
             return;
@@ -367,7 +379,8 @@ private:
         }
         const sync::Primitive primitive = tasking::primitive_of(ref);
         const bool writer = access() == tasking::AccessMode::write;
-        const bool direct = primitive == sync::Primitive::spinlock || primitive == sync::Primitive::rw_latch ||
+        const bool direct = primitive == sync::Primitive::spinlock ||
+                            primitive == sync::Primitive::rw_latch ||
                             primitive == sync::Primitive::scheduling || primitive == sync::Primitive::none ||
                             (writer && primitive != sync::Primitive::htm);
         if (direct) {

@@ -25,6 +25,14 @@ public:
         _tail = &task;
     }
 
+    void push_front(T &task) noexcept {
+        task._next.store(_head, std::memory_order_relaxed);
+        if (_head == nullptr) {
+            _tail = &task;
+        }
+        _head = &task;
+    }
+
     T *pop_front() noexcept {
         T *task = _head;
         if (task != nullptr) {

@@ -37,6 +37,7 @@ public:
         : _regions(regions), _remote(std::make_unique<Remote[]>(regions)) {}
 
     void push_local(Task &task) noexcept { _local[index(task.priority())].push_back(task); }
+    void push_local_front(Task &task) noexcept { _local[index(task.priority())].push_front(task); }
     void push_remote(Task &task, std::uint8_t producer_region) noexcept {
         _remote[producer_region].queues[index(task.priority())].push(task);
     }
@@ -177,8 +178,16 @@ private:
     bool run_optimistic_read(Task &task, TaskContext &context, const ResourceHeader &header,
                              TaskResult &result) noexcept;
     TaskResult run_transaction(Task &task, TaskContext &context, ResourceHeader &header) noexcept;
-    void finish(Task &task, const TaskResult &result) noexcept;
     void count_spawn(Task &task) noexcept;
+    /// Spawn of a task with any routing annotation (squad, resource, worker, region).
+    void spawn_routed(Task &task) noexcept;
+    void push_local(Task &task) noexcept {
+        if (_lifo) {
+            _pool.push_local_front(task);
+        } else {
+            _pool.push_local(task);
+        }
+    }
     void epoch_duties() noexcept;
     void idle() noexcept;
     void sleep() noexcept;
@@ -192,6 +201,7 @@ private:
     std::uint32_t _load_latency_cycles;
     std::uint64_t _idle_spin_cycles;
     std::uint32_t _region_round_robin{0};
+    bool _lifo;
     std::uint32_t _optimistic_retries;
     std::uint32_t _epoch_check_tasks;
     bool _reclamation;
@@ -215,6 +225,7 @@ private:
     std::array<TypeSample, 64> _type_samples{};
     std::uint32_t _sample_countdown{32};
     Task *_running{nullptr};         // task in execute(), for epoch inheritance
+    std::uint8_t _local_epoch{0};    // global epoch mod buckets, refreshed per buffer
     bool _in_optimistic_read{false}; // spawning then is a bug (the read may be repeated)
     std::uint32_t _tasks_since_epoch_check{0};
     bool _reclaim_pending{false};
@@ -228,7 +239,6 @@ private:
         // Owner writes, everyone reads (wait(), reclamation, statistics).
         alignas(system::cache_line_size) std::atomic<std::uint64_t> completed[epoch_buckets]{};
         std::atomic<std::uint64_t> spawned[epoch_buckets]{};
-        std::atomic<std::uint64_t> spawned_local{0};
         std::atomic<std::uint64_t> spawned_remote{0};
         std::atomic<std::uint64_t> idle_cycles{0};
         std::atomic<std::uint64_t> sleeps{0};
@@ -354,11 +364,15 @@ Worker *current_worker() noexcept;
 inline void Worker::count_spawn(Task &task) noexcept {
     std::uint8_t epoch = 0;
     if (_reclamation) {
-        // A task on a resource may carry a pointer its spawner read: it keeps the spawner's
-        // epoch so the resource cannot be reclaimed under it. Other tasks start fresh.
-        epoch = (_running != nullptr && task.resource())
-                    ? RuntimeCore::epoch_of(*_running)
-                    : static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
+        if (_running != nullptr) {
+            // A task on a resource may carry a pointer its spawner read: it keeps the
+            // spawner's epoch so the resource cannot be reclaimed under it. Others take the
+            // worker's local epoch, refreshed per buffer: the running task pins the global
+            // epoch to at most its own stamp + 3, so the local copy is never too old.
+            epoch = task.resource() ? RuntimeCore::epoch_of(*_running) : _local_epoch;
+        } else {
+            epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
+        }
     }
     RuntimeCore::set_epoch(task, epoch);
     bump(_shared.spawned[epoch]);
@@ -367,41 +381,24 @@ inline void Worker::count_spawn(Task &task) noexcept {
 inline void Worker::spawn(Task &task) noexcept {
     MX_ASSERT(!_in_optimistic_read,
               "an optimistic reader may run again: return successors via TaskResult instead of spawning");
-    if (Squad *squad = task.squad(); squad != nullptr) [[unlikely]] {
-        squad->push(task); // counted when the squad is published
+    if (task.squad() == nullptr && !task.resource() && task.target_worker() == any_worker &&
+        task.target_region() == any_region) [[likely]] {
+        count_spawn(task);
+        push_local(task);
         return;
     }
-    std::uint16_t target = task.target_worker();
-    if (const ResourcePtr resource = task.resource(); resource && task.access() != AccessMode::none) {
-        // Fig. 2 of the paper: serialized resources, and writers of optimistically scheduled
-        // ones, go to the resource's worker.
-        const sync::Primitive primitive = primitive_of(resource);
-        if (primitive == sync::Primitive::scheduling ||
-            (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write)) {
-            target = worker_of(resource);
-        }
-    }
-    if (target == any_worker) {
-        if (task.target_region() == any_region) [[likely]] {
-            count_spawn(task);
-            _pool.push_local(task);
-            bump(_shared.spawned_local);
-            return;
-        }
-        const std::uint8_t region = task.target_region();
-        MX_ASSERT(region < _core->region_count(),
-                  "task annotated with a NUMA region the runtime does not have");
-        const auto &workers = _core->workers_of_region(region);
-        target = workers[_region_round_robin++ % workers.size()];
-    }
-    MX_ASSERT(target < _core->worker_count(), "task annotated with a worker the runtime does not have");
-    count_spawn(task);
-    if (target == _id) {
-        _pool.push_local(task);
-        bump(_shared.spawned_local);
+    spawn_routed(task);
+}
+
+inline void Worker::destroy(Task &task) noexcept {
+    MX_ASSERT(task.is_runtime_owned(), "TaskResult::remove() from a task the runtime did not allocate");
+    const std::uint8_t size_class = RuntimeCore::size_class_of(task);
+    task.~Task();
+    if (size_class != memory::oversized_class) [[likely]] {
+        _allocator.free(&task, size_class);
     } else {
-        bump(_shared.spawned_remote);
-        _core->worker(target).push_remote(task, _region);
+        ::operator delete(static_cast<void *>(&task), std::align_val_t{system::cache_line_size});
+        _core->count_oversized(-1);
     }
 }
 

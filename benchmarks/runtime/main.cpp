@@ -1,0 +1,526 @@
+// mx_bench_runtime: the runtime-core benchmark driver. Runs one benchmark for each requested
+// worker count with every variant interleaved (mx, tbb, threads, mx, tbb, ...), takes the median
+// over the repetitions and appends one CSV row per measurement:
+//   benchmark,variant,workers,metric,value,unit,repetitions
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "allocators.h"
+#include "common.h"
+
+namespace mx::bench {
+
+double tsc_hz() noexcept {
+    static const double hz = [] {
+        const auto start_time = std::chrono::steady_clock::now();
+        const std::uint64_t start_cycles = system::cycles();
+        auto now = start_time;
+        while (now - start_time < std::chrono::milliseconds(20)) {
+            now = std::chrono::steady_clock::now();
+        }
+        const std::uint64_t end_cycles = system::cycles();
+        return static_cast<double>(end_cycles - start_cycles) /
+               std::chrono::duration<double>(now - start_time).count();
+    }();
+    return hz;
+}
+
+void spin_for_micros(double micros) noexcept {
+    const auto ticks = static_cast<std::uint64_t>(micros * 1e-6 * tsc_hz());
+    const std::uint64_t start = system::cycles();
+    while (system::cycles() - start < ticks) {
+        system::pause();
+    }
+}
+
+void settle() noexcept { std::this_thread::sleep_for(std::chrono::milliseconds(5)); }
+
+namespace {
+
+const std::vector<std::string> throughput_benchmarks{"spawn_local", "ping_pong", "all_to_all", "fib"};
+const std::vector<std::string> alloc_benchmarks{"alloc_single", "alloc_batch", "alloc_cross"};
+const std::vector<std::string> runtime_variants{"mx", "mx_lifo", "tbb_task_group", "tbb_enqueue", "threads"};
+const std::vector<std::string> alloc_variants{"mx", "malloc", "aligned_new"};
+
+bool contains(const std::vector<std::string> &list, const std::string &value) {
+    return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+std::string join(const std::vector<std::string> &list) {
+    std::string text;
+    for (const auto &item : list) {
+        text += (text.empty() ? "" : ", ") + item;
+    }
+    return text;
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+/// Nearest-rank percentile (p in 0..100).
+double percentile(std::vector<double> values, double p) {
+    std::sort(values.begin(), values.end());
+    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
+    return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+class CsvWriter {
+public:
+    CsvWriter(const std::string &path, bool append) {
+        const std::filesystem::path file{path};
+        if (file.has_parent_path()) {
+            std::error_code error;
+            std::filesystem::create_directories(file.parent_path(), error);
+        }
+        const bool header =
+            !append || !std::filesystem::exists(file) || std::filesystem::file_size(file) == 0;
+        _out.open(path, append ? std::ios::app : std::ios::trunc);
+        if (!_out) {
+            throw std::runtime_error{"cannot open CSV file '" + path +
+                                     "' for writing: " + std::strerror(errno)};
+        }
+        if (header) {
+            _out << "benchmark,variant,workers,metric,value,unit,repetitions\n";
+        }
+    }
+
+    void row(const std::string &benchmark, const std::string &variant, unsigned workers,
+             const std::string &metric, double value, const std::string &unit, std::size_t repetitions) {
+        char number[64];
+        std::snprintf(number, sizeof(number), "%.9g", value);
+        _out << benchmark << ',' << variant << ',' << workers << ',' << metric << ',' << number << ',' << unit
+             << ',' << repetitions << '\n';
+        _out.flush();
+    }
+
+private:
+    std::ofstream _out;
+};
+
+/// CPU time used by other processes while a benchmark ran: all CPUs' busy time from /proc/stat
+/// minus this process's CPU time. Granularity is one clock tick (usually 10 ms) per CPU.
+class LoadMeter {
+public:
+    LoadMeter() noexcept : _machine(machine_busy_seconds()), _own(own_cpu_seconds()), _wall(wall_now()) {}
+
+    struct Reading {
+        double other_cpu_seconds;
+        double own_cpu_seconds;
+        double wall_seconds;
+    };
+    [[nodiscard]] Reading read() const noexcept {
+        const double machine = machine_busy_seconds() - _machine;
+        const double own = own_cpu_seconds() - _own;
+        return Reading{std::max(0.0, machine - own), own, wall_now() - _wall};
+    }
+
+private:
+    static double wall_now() noexcept {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    }
+    static double machine_busy_seconds() noexcept {
+        std::ifstream stat{"/proc/stat"};
+        std::string label;
+        unsigned long long user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+        stat >> label >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal;
+        if (!stat || label != "cpu") {
+            return 0.0;
+        }
+        const auto ticks = static_cast<double>(user + nice + sys + irq + softirq + steal);
+        return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+    static double own_cpu_seconds() noexcept {
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+        const auto seconds = [](const timeval &t) {
+            return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+        };
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    }
+
+    double _machine;
+    double _own;
+    double _wall;
+};
+
+double process_cpu_seconds() noexcept {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+struct Options {
+    std::string benchmark;
+    std::vector<unsigned> workers{1, 2};
+    std::vector<std::string> variants;
+    unsigned repetitions{5};
+    unsigned warmup{1};
+    Sizes sizes;
+    AllocSizes alloc;
+    std::string csv{"results/runtime.csv"};
+    bool append{false};
+    bool quiet{false};
+    bool pin{true};
+};
+
+std::unique_ptr<System> make_system(const Options &options, const std::string &variant,
+                                    std::uint16_t workers) {
+    if (variant == "mx") {
+        return make_mxtasking(workers, options.pin, false);
+    }
+    if (variant == "mx_lifo") {
+        return make_mxtasking(workers, options.pin, true);
+    }
+    if (variant == "tbb_task_group") {
+        return make_tbb_task_group(workers);
+    }
+    if (variant == "tbb_enqueue") {
+        return make_tbb_enqueue(workers);
+    }
+    return make_threads(workers, options.pin);
+}
+
+Run run_once(System &system, const std::string &benchmark, const Sizes &sizes) {
+    if (benchmark == "spawn_local") {
+        return system.spawn_local(sizes);
+    }
+    if (benchmark == "ping_pong") {
+        return system.ping_pong(sizes);
+    }
+    if (benchmark == "all_to_all") {
+        return system.all_to_all(sizes);
+    }
+    return system.fib(sizes);
+}
+
+void write_load(CsvWriter &csv, const std::string &benchmark, unsigned workers, const LoadMeter &meter,
+                std::size_t repetitions) {
+    const LoadMeter::Reading load = meter.read();
+    csv.row(benchmark, "all", workers, "other_cpu_seconds", load.other_cpu_seconds, "s", repetitions);
+    csv.row(benchmark, "all", workers, "own_cpu_seconds", load.own_cpu_seconds, "s", repetitions);
+    csv.row(benchmark, "all", workers, "wall_seconds", load.wall_seconds, "s", repetitions);
+}
+
+/// Median throughput and cycles per task of the runs of one variant.
+void write_runs(CsvWriter &csv, const Options &options, const std::string &benchmark,
+                const std::string &variant, unsigned workers, const std::vector<Run> &runs) {
+    std::vector<double> per_second;
+    std::vector<double> cycles;
+    for (const Run &run : runs) {
+        per_second.push_back(static_cast<double>(run.tasks) / run.seconds);
+        // Core cycles: every worker is counted for the whole run, busy or not.
+        cycles.push_back(static_cast<double>(run.cycles) * workers / static_cast<double>(run.tasks));
+    }
+    const double tps = median(per_second);
+    const double cpt = median(cycles);
+    csv.row(benchmark, variant, workers, "tasks_per_second", tps, "tasks/s", runs.size());
+    csv.row(benchmark, variant, workers, "cycles_per_task", cpt, "cycles", runs.size());
+    csv.row(benchmark, variant, workers, "cycles_per_task_min",
+            *std::min_element(cycles.begin(), cycles.end()), "cycles", runs.size());
+    csv.row(benchmark, variant, workers, "ns_per_task", 1e9 / tps * workers, "ns", runs.size());
+    if (!options.quiet) {
+        std::printf("%-13s %-22s workers=%u  %12.0f tasks/s  %8.1f cycles/task\n", benchmark.c_str(),
+                    variant.c_str(), workers, tps, cpt);
+    }
+}
+
+/// The requested variants that have an implementation of `benchmark`, in the requested order.
+std::vector<std::string> variants_for(const Options &options, const std::string &benchmark) {
+    std::vector<std::string> chosen;
+    for (const auto &variant : options.variants) {
+        // mx_lifo (depth-first local order) only matters for recursive fork/join.
+        const bool supported = variant == "mx" || variant == "threads" ||
+                               (variant == "mx_lifo" && benchmark == "fib") ||
+                               (variant == "tbb_task_group" && contains(throughput_benchmarks, benchmark)) ||
+                               (variant == "tbb_enqueue" && benchmark != "fib");
+        if (supported) {
+            chosen.push_back(variant);
+        }
+    }
+    return chosen;
+}
+
+void run_throughput(const Options &options, CsvWriter &csv) {
+    for (const unsigned workers : options.workers) {
+        const auto count = static_cast<std::uint16_t>(workers);
+        std::vector<std::string> names = variants_for(options, options.benchmark);
+        std::vector<std::unique_ptr<System>> systems;
+        for (const auto &name : names) {
+            systems.push_back(make_system(options, name, count));
+        }
+        std::vector<std::vector<Run>> runs(systems.size());
+        const LoadMeter meter;
+        for (unsigned r = 0; r < options.warmup; ++r) {
+            for (auto &system : systems) {
+                settle();
+                run_once(*system, options.benchmark, options.sizes);
+            }
+        }
+        for (unsigned r = 0; r < options.repetitions; ++r) {
+            for (std::size_t s = 0; s < systems.size(); ++s) {
+                settle();
+                runs[s].push_back(run_once(*systems[s], options.benchmark, options.sizes));
+            }
+        }
+        for (std::size_t s = 0; s < systems.size(); ++s) {
+            write_runs(csv, options, options.benchmark, names[s], workers, runs[s]);
+        }
+        write_load(csv, options.benchmark, workers, meter, options.repetitions);
+    }
+}
+
+void run_wakeup(const Options &options, CsvWriter &csv) {
+    const double ns_per_cycle = 1e9 / tsc_hz();
+    const unsigned per_block =
+        std::max(1U, (options.sizes.samples + options.repetitions - 1) / options.repetitions);
+    for (const unsigned workers : options.workers) {
+        const auto count = static_cast<std::uint16_t>(workers);
+        std::vector<std::string> names = variants_for(options, "wakeup");
+        std::vector<std::unique_ptr<System>> systems;
+        for (const auto &name : names) {
+            systems.push_back(make_system(options, name, count));
+        }
+        for (const bool sleeping : {true, false}) {
+            const std::string benchmark = sleeping ? "wakeup_sleeping" : "wakeup_spinning";
+            const double gap_us = sleeping ? options.sizes.sleep_gap_us : options.sizes.spin_gap_us;
+            std::vector<std::vector<double>> latencies(systems.size());
+            std::vector<std::uint64_t> slept(systems.size(), 0);
+            std::vector<std::uint64_t> last_sleeps(systems.size(), 0);
+            const LoadMeter meter;
+            for (std::size_t s = 0; s < systems.size(); ++s) {
+                settle();
+                systems[s]->wakeup_sample(); // warm-up
+                last_sleeps[s] = systems[s]->counts_sleeps() ? systems[s]->sleeps() : 0;
+            }
+            // Blocks of consecutive samples per variant, the blocks interleaved: a spinning
+            // worker must not be left alone long enough to fall asleep.
+            for (unsigned block = 0; block < options.repetitions; ++block) {
+                for (std::size_t s = 0; s < systems.size(); ++s) {
+                    System &system = *systems[s];
+                    settle();
+                    if (!sleeping) {
+                        // Untimed: wakes the worker that fell asleep while the others ran.
+                        system.wakeup_sample();
+                        last_sleeps[s] = system.counts_sleeps() ? system.sleeps() : 0;
+                    }
+                    for (unsigned i = 0; i < per_block; ++i) {
+                        if (sleeping) {
+                            std::this_thread::sleep_for(
+                                std::chrono::microseconds(options.sizes.sleep_gap_us));
+                        } else {
+                            spin_for_micros(gap_us);
+                        }
+                        // Did worker 0 go to sleep since the previous sample ended?
+                        const std::uint64_t sleeps = system.counts_sleeps() ? system.sleeps() : 0;
+                        slept[s] += sleeps > last_sleeps[s] ? 1U : 0U;
+                        latencies[s].push_back(static_cast<double>(system.wakeup_sample()) * ns_per_cycle);
+                        last_sleeps[s] = system.counts_sleeps() ? system.sleeps() : 0;
+                    }
+                }
+            }
+            for (std::size_t s = 0; s < systems.size(); ++s) {
+                const std::size_t n = latencies[s].size();
+                const double med = median(latencies[s]);
+                const double p99 = percentile(latencies[s], 99.0);
+                csv.row(benchmark, names[s], workers, "latency_median", med, "ns", n);
+                csv.row(benchmark, names[s], workers, "latency_p99", p99, "ns", n);
+                csv.row(benchmark, names[s], workers, "latency_min",
+                        *std::min_element(latencies[s].begin(), latencies[s].end()), "ns", n);
+                if (systems[s]->counts_sleeps()) {
+                    csv.row(benchmark, names[s], workers, "slept_fraction",
+                            static_cast<double>(slept[s]) / static_cast<double>(n), "fraction", n);
+                }
+                if (!options.quiet) {
+                    std::printf("%-16s %-12s workers=%u  median %9.0f ns  p99 %9.0f ns\n", benchmark.c_str(),
+                                names[s].c_str(), workers, med, p99);
+                }
+            }
+            write_load(csv, benchmark, workers, meter, options.repetitions);
+        }
+    }
+}
+
+void run_idle(const Options &options, CsvWriter &csv) {
+    for (const unsigned workers : options.workers) {
+        const auto count = static_cast<std::uint16_t>(workers);
+        std::vector<std::string> names = variants_for(options, "idle_cpu");
+        std::vector<std::vector<double>> percents(names.size());
+        const LoadMeter meter;
+        for (unsigned r = 0; r < options.repetitions; ++r) {
+            for (std::size_t s = 0; s < names.size(); ++s) {
+                // A fresh system per window: only its threads can be awake in this process.
+                std::unique_ptr<System> system = make_system(options, names[s], count);
+                system->touch_all_workers();
+                const double cpu_before = process_cpu_seconds();
+                const auto wall_before = std::chrono::steady_clock::now();
+                std::this_thread::sleep_for(std::chrono::duration<double>(options.sizes.idle_seconds));
+                const double cpu = process_cpu_seconds() - cpu_before;
+                const double wall =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
+                percents[s].push_back(100.0 * cpu / wall);
+            }
+        }
+        for (std::size_t s = 0; s < names.size(); ++s) {
+            const double med = median(percents[s]);
+            csv.row("idle_cpu", names[s], workers, "cpu_percent", med, "percent_of_one_core",
+                    percents[s].size());
+            csv.row("idle_cpu", names[s], workers, "cpu_percent_max",
+                    *std::max_element(percents[s].begin(), percents[s].end()), "percent_of_one_core",
+                    percents[s].size());
+            if (!options.quiet) {
+                std::printf("idle_cpu         %-12s workers=%u  %.3f %% of one core\n", names[s].c_str(),
+                            workers, med);
+            }
+        }
+        write_load(csv, "idle_cpu", workers, meter, options.repetitions);
+    }
+}
+
+void run_allocators(const Options &options, CsvWriter &csv) {
+    const std::string &pattern = options.benchmark;
+    const unsigned workers = pattern == "alloc_cross" ? 2 : 1;
+    std::vector<std::vector<Run>> runs(options.variants.size());
+    const LoadMeter meter;
+    for (unsigned r = 0; r < options.warmup; ++r) {
+        for (const auto &variant : options.variants) {
+            run_alloc(pattern, variant, options.alloc);
+        }
+    }
+    for (unsigned r = 0; r < options.repetitions; ++r) {
+        for (std::size_t v = 0; v < options.variants.size(); ++v) {
+            runs[v].push_back(run_alloc(pattern, options.variants[v], options.alloc));
+        }
+    }
+    for (std::size_t v = 0; v < options.variants.size(); ++v) {
+        write_runs(csv, options, pattern, alloc_variant_label(options.variants[v]), workers, runs[v]);
+    }
+    write_load(csv, pattern, workers, meter, options.repetitions);
+}
+
+} // namespace
+
+} // namespace mx::bench
+
+int main(int argc, char **argv) {
+    using mx::bench::Options;
+    Options options;
+    std::vector<std::string> benchmarks = mx::bench::throughput_benchmarks;
+    benchmarks.insert(benchmarks.end(), {"wakeup", "idle_cpu"});
+    benchmarks.insert(benchmarks.end(), mx::bench::alloc_benchmarks.begin(),
+                      mx::bench::alloc_benchmarks.end());
+
+    CLI::App app{"mxtasking runtime benchmarks: mxtasking against oneTBB, a std::thread pool and malloc"};
+    app.add_option("-b,--benchmark", options.benchmark, "Benchmark to run")
+        ->required()
+        ->check(CLI::IsMember(benchmarks));
+    app.add_option("-w,--workers", options.workers, "Worker counts, comma separated (ignored by alloc_*)")
+        ->delimiter(',')
+        ->check(CLI::Range(1U, 64U));
+    app.add_option("--variants", options.variants,
+                   "Variants, comma separated (runtime: mx, mx_lifo (fib only), tbb_task_group, tbb_enqueue, "
+                   "threads; "
+                   "alloc_*: mx, malloc, aligned_new); default all")
+        ->delimiter(',');
+    app.add_option("-r,--repetitions", options.repetitions, "Timed repetitions per variant (median reported)")
+        ->check(CLI::Range(1U, 10000U));
+    app.add_option("--warmup", options.warmup, "Untimed runs per variant first")->check(CLI::Range(0U, 100U));
+    app.add_option("--tasks", options.sizes.tasks, "spawn_local: empty tasks per worker")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40U));
+    app.add_option("--chunk", options.sizes.chunk, "spawn_local: tasks spawned per round of a root task")
+        ->check(CLI::Range(1U, 1U << 20U));
+    app.add_option("--hops", options.sizes.hops, "ping_pong: hops in total; all_to_all: hops per worker")
+        ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40U));
+    app.add_option("--in-flight", options.sizes.in_flight, "all_to_all: tasks in flight per worker")
+        ->check(CLI::Range(1U, 1U << 16U));
+    app.add_option("--fib-n", options.sizes.fib_n, "fib: argument")->check(CLI::Range(2U, 40U));
+    app.add_option("--spread-depth", options.sizes.spread_depth,
+                   "fib: top levels spread over workers (mx, threads)")
+        ->check(CLI::Range(0U, 30U));
+    app.add_option("--samples", options.sizes.samples, "wakeup: latency samples per variant and state")
+        ->check(CLI::Range(1U, 1000000U));
+    app.add_option("--sleep-gap-us", options.sizes.sleep_gap_us, "wakeup: idle time before a sleeping sample")
+        ->check(CLI::Range(100U, 1000000U));
+    app.add_option("--spin-gap-us", options.sizes.spin_gap_us, "wakeup: idle time before a spinning sample")
+        ->check(CLI::Range(0U, 1000U));
+    app.add_option("--idle-seconds", options.sizes.idle_seconds, "idle_cpu: length of one window")
+        ->check(CLI::Range(0.01, 600.0));
+    app.add_option("--ops", options.alloc.ops, "alloc_*: allocations per run")
+        ->check(CLI::Range(std::uint64_t{1024}, std::uint64_t{1} << 40U));
+    app.add_option("--batch", options.alloc.batch, "alloc_batch: objects allocated before they are freed")
+        ->check(CLI::Range(1U, 1U << 20U));
+    app.add_option("-o,--csv", options.csv, "CSV file to write");
+    app.add_flag("--append", options.append, "Append to the CSV file instead of replacing it");
+    bool no_pin = false;
+    app.add_flag(
+        "--no-pin", no_pin,
+        "Do not pin mx and threads workers to CPUs (oneTBB never pins); for machines shared with other load");
+    app.add_flag("-q,--quiet", options.quiet, "No progress lines on stdout");
+    CLI11_PARSE(app, argc, argv);
+    options.pin = !no_pin;
+
+    const bool alloc = mx::bench::contains(mx::bench::alloc_benchmarks, options.benchmark);
+    const std::vector<std::string> &known = alloc ? mx::bench::alloc_variants : mx::bench::runtime_variants;
+    if (options.variants.empty()) {
+        options.variants = known;
+    }
+    for (const auto &variant : options.variants) {
+        if (!mx::bench::contains(known, variant)) {
+            std::fprintf(stderr, "--variants: '%s' is not a variant of %s (choose from: %s)\n",
+                         variant.c_str(), options.benchmark.c_str(), mx::bench::join(known).c_str());
+            return 2;
+        }
+    }
+    if (!alloc && mx::bench::variants_for(options, options.benchmark).empty()) {
+        std::fprintf(stderr, "--variants: none of %s implements %s\n",
+                     mx::bench::join(options.variants).c_str(), options.benchmark.c_str());
+        return 2;
+    }
+    if (options.benchmark == "alloc_batch" && options.alloc.ops < options.alloc.batch) {
+        std::fprintf(stderr, "--ops (%llu) must be at least --batch (%u)\n",
+                     static_cast<unsigned long long>(options.alloc.ops), options.alloc.batch);
+        return 2;
+    }
+
+    try {
+        mx::bench::CsvWriter csv{options.csv, options.append};
+        csv.row("calibration", "tsc", 0, "tsc_hz", mx::bench::tsc_hz(), "Hz", 1);
+        if (alloc) {
+            mx::bench::run_allocators(options, csv);
+        } else if (options.benchmark == "wakeup") {
+            mx::bench::run_wakeup(options, csv);
+        } else if (options.benchmark == "idle_cpu") {
+            mx::bench::run_idle(options, csv);
+        } else {
+            mx::bench::run_throughput(options, csv);
+        }
+    } catch (const std::exception &error) {
+        std::fprintf(stderr, "mx_bench_runtime: %s\n", error.what());
+        return 1;
+    }
+    return 0;
+}

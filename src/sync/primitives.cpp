@@ -28,7 +28,7 @@ const char *to_string(Primitive primitive) noexcept {
 
 namespace {
 
-__attribute__((target("rtm"))) bool try_transactions() noexcept {
+[[maybe_unused]] __attribute__((target("rtm"))) bool try_transactions() noexcept {
     // Some CPUs list RTM but the kernel or microcode makes every transaction abort (TSX off):
     // require a handful of tiny transactions to commit.
     int committed = 0;

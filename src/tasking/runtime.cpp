@@ -1,6 +1,7 @@
 #include "mx/tasking/runtime.h"
 
 #include "mx/system/memory_latency.h"
+#include "mx/tasking/coroutine_task.h"
 #include "mx/tasking/detail/prefetch.h"
 
 #include <linux/futex.h>
@@ -158,8 +159,8 @@ Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::ui
       _load_latency_cycles(config.load_latency_cycles != 0 ? config.load_latency_cycles
                            : config.dynamic_prefetch       ? system::load_latency_cycles()
                                                            : 0),
-      _idle_spin_cycles(config.idle_spin_cycles), _lifo(config.local_order == LocalOrder::lifo),
-      _optimistic_retries(config.optimistic_retries),
+      _idle_spin_cycles(config.idle_spin_cycles), _configured_group_size(config.coroutine_group_size),
+      _lifo(config.local_order == LocalOrder::lifo), _optimistic_retries(config.optimistic_retries),
       _epoch_check_tasks(std::max<std::uint32_t>(1, config.epoch_check_tasks)),
       _reclamation(config.memory_reclamation), _allocator(heap, config.allocator_batch),
       _pool(core.region_count()), _buffer(config.task_buffer_size, nullptr),
@@ -174,7 +175,11 @@ void Worker::run() noexcept {
         _buffer_position = 0;
         _local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
         if (_buffer_size == 0) {
-            idle();
+            if (_group_size > 0) {
+                resume_group_round(); // nothing new: keep the parked coroutines going
+            } else {
+                idle();
+            }
         } else if (_dynamic_prefetch) {
             run_buffer_dynamic();
         } else {
@@ -302,6 +307,7 @@ void Worker::execute(Task &task) noexcept {
         [[likely]] {
         result = task.execute(context);
     } else if (!run_synchronized(task, context, result)) {
+        // (A coroutine task may not suspend inside a primitive: asserted in run_synchronized.)
         // Put back for a later attempt. The re-queue counts as a new spawn that keeps the
         // task's epoch (_running is still the task), so its resource stays protected.
         const std::uint8_t epoch = RuntimeCore::epoch_of(task);
@@ -311,6 +317,15 @@ void Worker::execute(Task &task) noexcept {
         bump(_shared.completed[epoch], std::memory_order_release);
         return;
     }
+    if (result.action() == TaskResult::Action::suspend) [[unlikely]] {
+        _running = nullptr;
+        park(task);
+        return;
+    }
+    complete(task, result);
+}
+
+void Worker::complete(Task &task, const TaskResult &result) noexcept {
     const std::uint8_t epoch = RuntimeCore::epoch_of(task);
     if (result.next() != nullptr) {
         spawn(*result.next());
@@ -328,6 +343,34 @@ void Worker::execute(Task &task) noexcept {
     bump(_shared.completed[epoch], std::memory_order_release);
     if (++_tasks_since_epoch_check >= _epoch_check_tasks) [[unlikely]] {
         epoch_duties();
+    }
+}
+
+void Worker::park(Task &task) noexcept {
+    if (_group_capacity == 0) [[unlikely]] {
+        _group_capacity =
+            _configured_group_size != 0 ? _configured_group_size : default_coroutine_group_size();
+        _group.assign(_group_capacity, nullptr);
+    }
+    _group[_group_size++] = &task;
+    while (_group_size >= _group_capacity) {
+        resume_group_round();
+    }
+}
+
+void Worker::resume_group_round() noexcept {
+    for (std::uint32_t i = 0; i < _group_size;) {
+        Task &task = *_group[i];
+        TaskContext context{*this};
+        _running = &task;
+        const TaskResult result = task.execute(context);
+        if (result.action() == TaskResult::Action::suspend) {
+            _running = nullptr;
+            ++i;
+            continue;
+        }
+        _group[i] = _group[--_group_size];
+        complete(task, result);
     }
 }
 
@@ -350,18 +393,26 @@ bool Worker::run_synchronized(Task &task, TaskContext &context, TaskResult &resu
     MX_ASSERT(header.state.load(std::memory_order_relaxed) == ResourceHeader::alive,
               "task annotated with a resource that was deleted");
     const bool reader = task.access() == AccessMode::read_only;
+    const bool done = run_primitive(task, context, resource, header, reader, result);
+    MX_ASSERT(result.action() != TaskResult::Action::suspend,
+              "a coroutine task cannot suspend while synchronized on a resource");
+    return done;
+}
+
+bool Worker::run_primitive(Task &task, TaskContext &context, ResourcePtr resource, ResourceHeader &header,
+                           bool reader, TaskResult &result) noexcept {
     // Runs the task where no writer can interfere. Debug builds check the read-only promise
     // there: a reader must leave the object as it found it.
-    const auto run_exclusive_of_writers = [&] {
 #if defined(MX_ENABLE_ASSERTS)
+    const auto run_exclusive_of_writers = [&] {
         const std::uint64_t before = reader ? checksum(resource.get(), header.object_size) : 0;
         result = task.execute(context);
         MX_ASSERT(!reader || checksum(resource.get(), header.object_size) == before,
                   "task annotated read_only modified its resource");
-#else
-        result = task.execute(context);
-#endif
     };
+#else
+    const auto run_exclusive_of_writers = [&] { result = task.execute(context); };
+#endif
     switch (primitive_of(resource)) {
     case sync::Primitive::none:
         result = task.execute(context);
@@ -508,6 +559,9 @@ void Worker::drain() noexcept {
     for (; _buffer_position < _buffer_size; ++_buffer_position) {
         discard(_buffer[_buffer_position]);
     }
+    for (; _group_size > 0; --_group_size) {
+        discard(_group[_group_size - 1]);
+    }
     _buffer_size = _buffer_position = 0;
     while (true) {
         const std::uint32_t count =
@@ -639,6 +693,9 @@ RuntimeCore::~RuntimeCore() {
 }
 
 void RuntimeCore::start() {
+    if (running() && stop_requested()) {
+        stop(); // a task returned TaskResult::stop(): finish that stop, then start afresh
+    }
     if (running()) {
         return;
     }

@@ -38,6 +38,9 @@ struct RuntimeConfig {
     /// Load latency per cache line in cycles for the dynamic distance; 0 = measure once per
     /// process with a short pointer chase.
     std::uint32_t load_latency_cycles{0};
+    /// Suspended coroutine tasks a worker interleaves; 0 = from the model
+    /// (default_coroutine_group_size()).
+    std::uint16_t coroutine_group_size{0};
     /// How long an idle worker spins (time-stamp counter cycles) before it sleeps.
     std::uint64_t idle_spin_cycles{100'000};
     /// Blocks per refill of a worker-local free list.

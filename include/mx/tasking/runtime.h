@@ -123,7 +123,8 @@ public:
     Runtime(const Runtime &) = delete;
     Runtime &operator=(const Runtime &) = delete;
 
-    /// Starts the workers again after stop(). No-op when running.
+    /// Starts the workers again after stop() (or after a task returned TaskResult::stop()).
+    /// No-op when running.
     void start();
     /// Stops and joins the workers. Tasks still queued are destroyed if runtime-owned.
     void stop() noexcept;

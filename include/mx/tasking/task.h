@@ -22,7 +22,7 @@ class TaskContext;
 /// What a task asks the runtime to do once its execute() returned.
 class TaskResult {
 public:
-    enum class Action : std::uint8_t { keep, remove, stop };
+    enum class Action : std::uint8_t { keep, remove, stop, suspend };
 
     /// The task is finished; its memory belongs to whoever created it (not the runtime).
     static constexpr TaskResult done() noexcept { return {nullptr, Action::keep}; }
@@ -34,6 +34,9 @@ public:
     static constexpr TaskResult successor_and_remove(Task *next) noexcept { return {next, Action::remove}; }
     /// Ask the runtime to stop: workers leave their loops; Runtime::wait() returns.
     static constexpr TaskResult stop() noexcept { return {nullptr, Action::stop}; }
+    /// Coroutine tasks only (CoroutineTask): the body suspended; the worker parks the task in
+    /// its group and runs it again later. Not finished, so not counted as completed.
+    static constexpr TaskResult suspend() noexcept { return {nullptr, Action::suspend}; }
 
     [[nodiscard]] Task *next() const noexcept { return _successor; }
     [[nodiscard]] Action action() const noexcept { return _action; }

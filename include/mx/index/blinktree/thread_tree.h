@@ -95,9 +95,9 @@ public:
             if (node.beyond(key)) {
                 next = node.right;
             } else if (!leaf) {
-                next = node.child(key);
+                next = node.template child<true>(key);
             } else {
-                const std::uint16_t index = node.find(key);
+                const std::uint16_t index = node.template find<true>(key);
                 found = index != NodeType::capacity;
                 value = found ? node.payload[index] : 0;
             }
@@ -160,7 +160,7 @@ public:
             if (node.beyond(from)) {
                 next = node.right;
             } else if (!node.is_leaf()) {
-                next = node.child(from);
+                next = node.template child<true>(from);
             } else {
                 const std::uint16_t n = node.safe_count();
                 for (std::uint16_t i = node.lower_bound(from); i < n && count < limit; ++i) {
@@ -223,7 +223,7 @@ private:
             const NodeType &node = *ref.get<NodeType>();
             Latch &latch = latch_of(ref);
             const std::uint64_t version = latch.read_lock();
-            const NodeRef next = node.beyond(key) ? node.right : node.child(key);
+            const NodeRef next = node.beyond(key) ? node.right : node.template child<true>(key);
             const bool descended = !node.beyond(key);
             if (!latch.read_unlock(version)) {
                 continue;
@@ -249,7 +249,7 @@ private:
         Path path{};
         const NodeRef ref = descend_and_lock(key, 0, path);
         NodeType &leaf = *ref.get<NodeType>();
-        const std::uint16_t index = leaf.lower_bound(key);
+        const std::uint16_t index = leaf.template lower_bound<true>(key);
         action(path, ref, leaf, index, index < leaf.count && leaf.keys[index] == key);
     }
 

@@ -168,6 +168,12 @@ public:
 private:
     friend class RuntimeCore;
     void execute(Task &task) noexcept;
+    /// After a task finished: successor, remove/stop, completion count, epoch duties.
+    void complete(Task &task, const TaskResult &result) noexcept;
+    /// A coroutine task suspended: keep it in the group; while the group is full, resume it.
+    void park(Task &task) noexcept;
+    /// Resumes every parked coroutine task once; finished ones leave the group.
+    void resume_group_round() noexcept;
     void execute_sampled(Task &task) noexcept;
     void run_buffer_static() noexcept;
     void run_buffer_dynamic() noexcept;
@@ -175,6 +181,8 @@ private:
     /// Runs the task under its resource's primitive. False: an optimistic read kept failing;
     /// the task was put back into the pool.
     bool run_synchronized(Task &task, TaskContext &context, TaskResult &result) noexcept;
+    bool run_primitive(Task &task, TaskContext &context, ResourcePtr resource, ResourceHeader &header,
+                       bool reader, TaskResult &result) noexcept;
     bool run_optimistic_read(Task &task, TaskContext &context, const ResourceHeader &header,
                              TaskResult &result) noexcept;
     TaskResult run_transaction(Task &task, TaskContext &context, ResourceHeader &header) noexcept;
@@ -200,6 +208,7 @@ private:
     bool _dynamic_prefetch;
     std::uint32_t _load_latency_cycles;
     std::uint64_t _idle_spin_cycles;
+    std::uint16_t _configured_group_size;
     std::uint32_t _region_round_robin{0};
     bool _lifo;
     std::uint32_t _optimistic_retries;
@@ -224,6 +233,10 @@ private:
     };
     std::array<TypeSample, 64> _type_samples{};
     std::uint32_t _sample_countdown{32};
+    // Suspended coroutine tasks (interleaved execution), resumed round-robin.
+    std::vector<Task *> _group;
+    std::uint32_t _group_capacity{0}; // 0 until the first suspension (then config or model)
+    std::uint32_t _group_size{0};
     Task *_running{nullptr};         // task in execute(), for epoch inheritance
     std::uint8_t _local_epoch{0};    // global epoch mod buckets, refreshed per buffer
     bool _in_optimistic_read{false}; // spawning then is a bug (the read may be repeated)

@@ -1,0 +1,196 @@
+// Coroutine tasks on the runtime: same results as sequential code, frames recycled, parked tasks
+// mixed with plain tasks, group size honoured, stop with parked tasks.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "mx/coro/coroutine.h"
+#include "mx/coro/frame_pool.h"
+#include "mx/tasking/coroutine_task.h"
+#include "mx/tasking/runtime.h"
+
+namespace {
+
+using mx::tasking::CoroutineTask;
+using mx::tasking::Runtime;
+using mx::tasking::RuntimeConfig;
+using mx::tasking::TaskContext;
+using mx::tasking::TaskResult;
+
+/// A binary search that suspends at every probe; writes its result into a slot.
+class Search final : public CoroutineTask {
+public:
+    Search(std::span<const std::uint32_t> table, std::uint32_t key, std::size_t *out) noexcept
+        : _table(table), _key(key), _out(out) {}
+
+protected:
+    mx::coro::Coroutine<> body(TaskContext &) noexcept override {
+        std::size_t low = 0;
+        std::size_t size = _table.size();
+        while (size > 1) {
+            const std::size_t half = size / 2;
+            const std::uint32_t value = co_await mx::coro::load<mx::coro::Interleaved>(_table[low + half]);
+            low = value < _key ? low + half : low;
+            size -= half;
+        }
+        if (size == 1 && _table[low] < _key) {
+            ++low;
+        }
+        *_out = low;
+    }
+
+private:
+    std::span<const std::uint32_t> _table;
+    std::uint32_t _key;
+    std::size_t *_out;
+};
+
+std::vector<std::uint32_t> sorted_table(std::size_t size, std::mt19937 &random) {
+    std::vector<std::uint32_t> table(size);
+    for (auto &value : table) {
+        value = static_cast<std::uint32_t>(random() % (size * 4 + 1));
+    }
+    std::sort(table.begin(), table.end());
+    return table;
+}
+
+class CoroutineTaskTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(CoroutineTaskTest, MatchesSequentialLowerBound) {
+    const auto [workers, group] = GetParam();
+    const unsigned seed = 42U + static_cast<unsigned>(workers * 17 + group);
+    std::mt19937 random{seed};
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    RuntimeConfig config;
+    config.workers = static_cast<std::uint16_t>(workers);
+    config.coroutine_group_size = static_cast<std::uint16_t>(group);
+    Runtime runtime{config};
+    for (const std::size_t size :
+         {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{1000}, std::size_t{65537}}) {
+        const std::vector<std::uint32_t> table = sorted_table(size, random);
+        constexpr std::size_t lookups = 2000;
+        std::vector<std::uint32_t> keys(lookups);
+        for (auto &key : keys) {
+            key = static_cast<std::uint32_t>(random() % (size * 4 + 2));
+        }
+        std::vector<std::size_t> results(lookups, ~std::size_t{0});
+        for (std::size_t i = 0; i < lookups; ++i) {
+            runtime.spawn(
+                *runtime.new_task<Search>(std::span<const std::uint32_t>{table}, keys[i], &results[i]));
+        }
+        runtime.wait();
+        for (std::size_t i = 0; i < lookups; ++i) {
+            const auto expected = static_cast<std::size_t>(
+                std::lower_bound(table.begin(), table.end(), keys[i]) - table.begin());
+            ASSERT_EQ(results[i], expected) << "size " << size << " key " << keys[i];
+        }
+        EXPECT_EQ(runtime.live_tasks(), 0U);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorkersAndGroups, CoroutineTaskTest,
+                         ::testing::Combine(::testing::Values(1, 2, 4), ::testing::Values(1, 4, 16)),
+                         [](const auto &param_info) {
+                             return std::to_string(std::get<0>(param_info.param)) + "_workers_g" +
+                                    std::to_string(std::get<1>(param_info.param));
+                         });
+
+TEST(CoroutineTask, FramesAreRecycledOnTheWorker) {
+    RuntimeConfig config;
+    config.workers = 1;
+    config.coroutine_group_size = 8;
+    Runtime runtime{config};
+    std::mt19937 random{7};
+    const std::vector<std::uint32_t> table = sorted_table(4096, random);
+    std::vector<std::size_t> results(500);
+    std::int64_t outstanding_before = 0;
+    std::uint64_t refills_after_first = 0;
+    std::int64_t outstanding_after = -1;
+    for (int round = 0; round < 3; ++round) {
+        runtime.spawn([&] { outstanding_before = mx::coro::FramePool::local().outstanding(); },
+                      mx::tasking::Annotation{.target_worker = 0});
+        runtime.wait();
+        for (std::size_t i = 0; i < results.size(); ++i) {
+            runtime.spawn(*runtime.new_task<Search>(std::span<const std::uint32_t>{table},
+                                                    static_cast<std::uint32_t>(i * 31), &results[i]));
+        }
+        runtime.wait();
+        runtime.spawn(
+            [&, round] {
+                outstanding_after = mx::coro::FramePool::local().outstanding();
+                if (round == 0) {
+                    refills_after_first = mx::coro::FramePool::local().refills();
+                } else {
+                    // Later rounds reuse the frames of the first: no new memory.
+                    EXPECT_EQ(mx::coro::FramePool::local().refills(), refills_after_first);
+                }
+            },
+            mx::tasking::Annotation{.target_worker = 0});
+        runtime.wait();
+        EXPECT_EQ(outstanding_after, outstanding_before) << "coroutine frames leaked in round " << round;
+    }
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
+TEST(CoroutineTask, MixesWithPlainTasksOnOneWorker) {
+    RuntimeConfig config;
+    config.workers = 1;
+    config.coroutine_group_size = 4;
+    Runtime runtime{config};
+    std::mt19937 random{11};
+    const std::vector<std::uint32_t> table = sorted_table(10000, random);
+    std::vector<std::size_t> results(300);
+    std::atomic<int> plain{0};
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        runtime.spawn(*runtime.new_task<Search>(std::span<const std::uint32_t>{table},
+                                                static_cast<std::uint32_t>(i * 97), &results[i]));
+        runtime.spawn([&plain] { plain.fetch_add(1); });
+    }
+    runtime.wait();
+    EXPECT_EQ(plain.load(), 300);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        const auto key = static_cast<std::uint32_t>(i * 97);
+        EXPECT_EQ(results[i], static_cast<std::size_t>(std::lower_bound(table.begin(), table.end(), key) -
+                                                       table.begin()));
+    }
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
+/// Suspends forever (until destroyed): checks that stop() destroys parked tasks and frames.
+class Forever final : public CoroutineTask {
+protected:
+    mx::coro::Coroutine<> body(TaskContext &) noexcept override {
+        static const int anchor = 0;
+        while (true) {
+            co_await mx::coro::prefetch<mx::coro::Interleaved>(&anchor);
+        }
+    }
+};
+
+TEST(CoroutineTask, StopDestroysParkedTasks) {
+    RuntimeConfig config;
+    config.workers = 1;
+    config.coroutine_group_size = 4;
+    Runtime runtime{config};
+    for (int i = 0; i < 3; ++i) { // fewer than the group: they stay parked and cycle
+        runtime.spawn(*runtime.new_task<Forever>());
+    }
+    runtime.spawn([] { return TaskResult::stop(); });
+    runtime.wait();
+    runtime.stop();
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
+TEST(CoroutineTask, DefaultGroupSizeFromModelIsSane) {
+    const std::uint16_t group = mx::tasking::default_coroutine_group_size();
+    EXPECT_GE(group, 1);
+    EXPECT_LE(group, 16);
+}
+
+} // namespace

@@ -30,6 +30,7 @@
 #include "keys.h"
 #include "mx/coro/mapped_buffer.h"
 #include "mx/coro/model.h"
+#include "runtime_search.h"
 #include "sequential.h"
 
 namespace {
@@ -167,8 +168,17 @@ struct Options {
     std::size_t model_bytes{std::size_t{256} << 20U};
 };
 
-const std::vector<std::string> all_variants{"std",  "branchfree", "coro_seq", "gp",
-                                            "amac", "coro",       "coro_nta"};
+const std::vector<std::string> all_variants{"std",
+                                            "branchfree",
+                                            "coro_seq",
+                                            "gp",
+                                            "amac",
+                                            "coro",
+                                            "coro_nta",
+                                            "rt_coro",
+                                            "rt_annotated_off",
+                                            "rt_annotated_static",
+                                            "rt_annotated_dynamic"};
 
 class Csv {
 public:
@@ -276,6 +286,33 @@ void run_size(const Options &options, const std::string &type, std::size_t bytes
             add("coro", g, [=](std::span<std::size_t> out) { search_coroutines(g, table, keys, out); });
             add("coro_nta", g, [=](std::span<std::size_t> out) {
                 search_coroutines<mx::coro::InterleavedNonTemporal>(g, table, keys, out);
+            });
+            // Coroutine tasks on the runtime: the worker's group of G parked tasks.
+            if (wanted("rt_coro")) {
+                auto runtime = make_search_runtime(static_cast<std::uint16_t>(g), 0, false);
+                add("rt_coro", g, [=](std::span<std::size_t> out) {
+                    search_on_runtime<CoroutineLookup<Key>>(*runtime, table, keys, out, 4 * g);
+                });
+            }
+            // Annotated tasks with a static prefetch distance of g tasks.
+            if (wanted("rt_annotated_static")) {
+                auto runtime = make_search_runtime(1, static_cast<std::uint32_t>(g), false);
+                add("rt_annotated_static", g, [=](std::span<std::size_t> out) {
+                    search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
+                });
+            }
+        }
+        // Annotated tasks without prefetching, and with the dynamic distance.
+        if (wanted("rt_annotated_off")) {
+            auto runtime = make_search_runtime(1, 0, false);
+            add("rt_annotated_off", 0, [=](std::span<std::size_t> out) {
+                search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
+            });
+        }
+        if (wanted("rt_annotated_dynamic")) {
+            auto runtime = make_search_runtime(1, 0, true);
+            add("rt_annotated_dynamic", 0, [=](std::span<std::size_t> out) {
+                search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
             });
         }
 

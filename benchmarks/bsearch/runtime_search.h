@@ -1,0 +1,151 @@
+#pragma once
+
+// Binary search on the mxtasking runtime (one worker), two ways:
+// - coroutine tasks: the coroutine lookup of coroutine_search.h as a CoroutineTask; the worker's
+//   group of G parked tasks interleaves them (compare: stand-alone coroutines, same G);
+// - annotated tasks: one plain task per lookup that does one probe per run, annotates the next
+//   probe's address as its prefetch hint and returns itself as successor; the worker prefetches
+//   the hint of the task d positions ahead in its buffer (compare: the same with prefetching off).
+// Lookups are issued from inside the runtime in batches by a low-priority launcher task, so
+// spawning from outside is not measured; completion is a counter the caller spins on.
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "coroutine_search.h"
+#include "keys.h"
+#include "mx/tasking/coroutine_task.h"
+#include "mx/tasking/runtime.h"
+
+namespace mx::bench::bsearch {
+
+struct LookupDone {
+    std::atomic<std::size_t> remaining{0};
+};
+
+template <class Key>
+class CoroutineLookup final : public tasking::CoroutineTask {
+public:
+    CoroutineLookup(std::span<const Key> table, Key key, std::size_t *out, LookupDone *done) noexcept
+        : _table(table), _key(key), _out(out), _done(done) {}
+
+protected:
+    coro::Coroutine<> body(tasking::TaskContext &) noexcept override {
+        std::size_t low = 0;
+        std::size_t size = _table.size();
+        while (size > 1) {
+            const std::size_t half = size / 2;
+            const std::size_t probe = low + half;
+            low = select_probe(key_less(co_await coro::load<coro::Interleaved>(_table[probe]), _key), probe,
+                               low);
+            size -= half;
+        }
+        if (size == 1 && key_less(_table[low], _key)) {
+            ++low;
+        }
+        *_out = low;
+        _done->remaining.fetch_sub(1, std::memory_order_release);
+    }
+
+private:
+    std::span<const Key> _table;
+    Key _key;
+    std::size_t *_out;
+    LookupDone *_done;
+};
+
+template <class Key>
+class AnnotatedLookup final : public tasking::Task {
+public:
+    AnnotatedLookup(std::span<const Key> table, Key key, std::size_t *out, LookupDone *done) noexcept
+        : _table(table), _key(key), _size(table.size()), _out(out), _done(done) {
+        annotate_next();
+    }
+
+    tasking::TaskResult execute(tasking::TaskContext &) noexcept override {
+        if (_size > 1) {
+            const std::size_t half = _size / 2;
+            const std::size_t probe = _low + half;
+            _low = select_probe(key_less(_table[probe], _key), probe, _low);
+            _size -= half;
+            if (_size > 1) {
+                annotate_next();
+                return tasking::TaskResult::successor(this);
+            }
+        }
+        if (_size == 1 && key_less(_table[_low], _key)) {
+            ++_low;
+        }
+        *_out = _low;
+        _done->remaining.fetch_sub(1, std::memory_order_release);
+        return tasking::TaskResult::remove();
+    }
+
+private:
+    void annotate_next() noexcept {
+        if (_size > 1) {
+            annotate(tasking::PrefetchHint::bytes(&_table[_low + _size / 2], sizeof(Key)));
+        }
+    }
+    std::span<const Key> _table;
+    Key _key;
+    std::size_t _low{0};
+    std::size_t _size;
+    std::size_t *_out;
+    LookupDone *_done;
+};
+
+/// Spawns `batch` lookups per run, then itself again at low priority (so it runs once the
+/// lookups in flight left the pool).
+template <class Lookup, class Key>
+class Launcher final : public tasking::Task {
+public:
+    Launcher(std::span<const Key> table, std::span<const Key> keys, std::span<std::size_t> out,
+             LookupDone &done, std::size_t batch) noexcept
+        : tasking::Task(tasking::Annotation{.priority = tasking::Priority::low}), _table(table), _keys(keys),
+          _out(out), _done(&done), _batch(batch) {}
+
+    tasking::TaskResult execute(tasking::TaskContext &context) noexcept override {
+        const std::size_t end = std::min(_next + _batch, _keys.size());
+        for (; _next < end; ++_next) {
+            context.spawn(*context.new_task<Lookup>(_table, _keys[_next], &_out[_next], _done));
+        }
+        return _next < _keys.size() ? tasking::TaskResult::successor(this) : tasking::TaskResult::remove();
+    }
+
+private:
+    std::span<const Key> _table;
+    std::span<const Key> _keys;
+    std::span<std::size_t> _out;
+    LookupDone *_done;
+    std::size_t _batch;
+    std::size_t _next{0};
+};
+
+/// One-worker runtime configured for a variant; kept across repetitions (start-up not timed).
+inline std::shared_ptr<tasking::Runtime> make_search_runtime(std::uint16_t group,
+                                                             std::uint32_t prefetch_distance, bool dynamic) {
+    tasking::RuntimeConfig config;
+    config.workers = 1;
+    config.coroutine_group_size = group;
+    config.prefetch_distance = prefetch_distance;
+    config.dynamic_prefetch = dynamic;
+    config.task_buffer_size = 64;
+    return std::make_shared<tasking::Runtime>(config);
+}
+
+template <class Lookup, class Key>
+void search_on_runtime(tasking::Runtime &runtime, std::span<const Key> table, std::span<const Key> keys,
+                       std::span<std::size_t> out, std::size_t batch) {
+    LookupDone done;
+    done.remaining.store(keys.size(), std::memory_order_relaxed);
+    runtime.spawn(*runtime.new_task<Launcher<Lookup, Key>>(table, keys, out, done, batch));
+    while (done.remaining.load(std::memory_order_acquire) != 0) {
+        system::pause();
+    }
+    runtime.wait(); // the launcher's last run; returns at once
+}
+
+} // namespace mx::bench::bsearch

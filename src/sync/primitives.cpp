@@ -1,5 +1,6 @@
 #include "mx/sync/primitives.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "mx/tasking/runtime.h"
@@ -48,8 +49,13 @@ bool detect_htm() noexcept {
     // ThreadSanitizer cannot follow transactions; its builds exercise the fallback instead.
     return false;
 #elif defined(__x86_64__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("rtm") && try_transactions();
+    // CPUID leaf 7, EBX bit 11: RTM (clang 15 has no "rtm" for __builtin_cpu_supports).
+    unsigned eax = 0;
+    unsigned ebx = 0;
+    unsigned ecx = 0;
+    unsigned edx = 0;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ebx & (1U << 11U)) != 0 &&
+           try_transactions();
 #else
     return false;
 #endif

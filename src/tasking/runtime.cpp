@@ -390,8 +390,12 @@ std::uint64_t checksum(const void *object, std::uint32_t size) noexcept {
 bool Worker::run_synchronized(Task &task, TaskContext &context, TaskResult &result) noexcept {
     const ResourcePtr resource = task.resource();
     ResourceHeader &header = header_of(resource);
-    MX_ASSERT(header.state.load(std::memory_order_relaxed) == ResourceHeader::alive,
-              "task annotated with a resource that was deleted");
+    // A deleted resource stays valid until reclamation frees it: tasks dispatched before the
+    // delete (or carrying a pointer read before it) may still run on it.
+    MX_ASSERT(
+        header.state.load(std::memory_order_relaxed) == ResourceHeader::alive ||
+            header.state.load(std::memory_order_relaxed) == ResourceHeader::retired,
+        "task annotated with something that is not a live resource from new_resource (or already freed)");
     const bool reader = task.access() == AccessMode::read_only;
     const bool done = run_primitive(task, context, resource, header, reader, result);
     MX_ASSERT(result.action() != TaskResult::Action::suspend,
@@ -529,7 +533,8 @@ void Worker::sleep() noexcept {
     bump(_shared.sleeps);
     // Threads in wait() spin a little and then sleep; going to sleep is the moment to tell them.
     _core->notify_idle();
-    if (_retired.empty()) {
+    // Worker 0 also reclaims what outside threads retired: it must not sleep on that either.
+    if (_retired.empty() && !(_id == 0 && _core->external_retired_pending())) {
         while (_shared.sleeping.load(std::memory_order_acquire) == 1) {
             futex_wait(_shared.sleeping, 1, nullptr);
         }
@@ -819,8 +824,13 @@ void RuntimeCore::retire(void *object, void (*deleter)(void *) noexcept) noexcep
         deleter(object);
         return;
     }
-    std::lock_guard lock{_external_mutex};
-    _external_retired.push_back(Retired{object, deleter, global_epoch()});
+    {
+        std::lock_guard lock{_external_mutex};
+        _external_retired.push_back(Retired{object, deleter, global_epoch()});
+        _external_pending.store(true, std::memory_order_seq_cst);
+    }
+    // Worker 0 reclaims what outside threads retired; it may be asleep without a timeout.
+    _workers[0]->wake();
 }
 
 void RuntimeCore::reclaim_external() noexcept {
@@ -841,6 +851,7 @@ void RuntimeCore::reclaim_external() noexcept {
             }
         }
         _external_retired.resize(kept);
+        _external_pending.store(kept != 0, std::memory_order_relaxed);
     }
     for (const Retired &entry : ready) {
         entry.deleter(entry.object);

@@ -44,7 +44,7 @@ struct RuntimeConfig {
     /// How long an idle worker spins (time-stamp counter cycles) before it sleeps.
     std::uint64_t idle_spin_cycles{100'000};
     /// Blocks per refill of a worker-local free list.
-    std::uint32_t allocator_batch{64};
+    std::uint32_t allocator_batch{256};
     /// Epoch-based memory reclamation of retired resources. Off: retire() frees at once, which
     /// is only safe without optimistic readers (kept to measure the cost of EBMR).
     bool memory_reclamation{true};

@@ -332,6 +332,10 @@ public:
     [[nodiscard]] bool epochs_drained(std::uint64_t from, std::uint64_t to) const noexcept;
     /// Frees externally retired objects that are safe (called by workers' reclamation).
     void reclaim_external() noexcept;
+    /// Whether objects retired from outside the workers wait for reclamation.
+    [[nodiscard]] bool external_retired_pending() const noexcept {
+        return _external_pending.load(std::memory_order_seq_cst);
+    }
 
 private:
     [[nodiscard]] bool quiescent() const noexcept;
@@ -350,6 +354,8 @@ private:
     std::mutex _external_mutex;
     std::unique_ptr<memory::TaskAllocator> _external_allocator; // guarded by _external_mutex
     std::vector<Retired> _external_retired;                     // guarded by _external_mutex
+    // Written under _external_mutex, read by worker 0 before it sleeps.
+    std::atomic<bool> _external_pending{false};
 
     std::mutex _mapping_mutex;
     std::vector<std::uint64_t> _worker_weight; // guarded by _mapping_mutex

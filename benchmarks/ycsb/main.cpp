@@ -1,0 +1,239 @@
+// mx_bench_ycsb: YCSB load, A and C on the B-link tree, task-based (mxtasking, prefetching on and
+// off) against the thread-based trees (optimistic, reader/writer latch) and oneTBB. Each
+// repetition runs every variant once (interleaved, so drifting machine load hits all alike);
+// the CSV holds medians over the repetitions and the target ratios (median of per-repetition
+// ratios).
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "workload.h"
+
+namespace mx::bench::ycsb {
+namespace {
+
+const std::vector<std::string> all_variants{"mxtasking", "mxtasking_noprefetch", "thread_olc",
+                                            "thread_rwlatch", "tbb"};
+
+struct Options {
+    WorkloadConfig workload;
+    std::vector<std::uint16_t> workers{1, 2};
+    std::vector<std::string> variants{all_variants};
+    std::string distribution{"zipf"};
+    unsigned repetitions{3};
+    std::size_t batch{default_batch};
+    std::uint32_t prefetch_distance{2};
+    bool dynamic_prefetch{false};
+    std::string primitive{"auto"};
+    std::uint32_t read_prefetch_eighths{4};
+    std::string csv{"results/blinktree.csv"};
+    bool quiet{false};
+};
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+class CsvWriter {
+public:
+    explicit CsvWriter(const std::string &path) {
+        const std::filesystem::path file{path};
+        if (file.has_parent_path()) {
+            std::error_code error;
+            std::filesystem::create_directories(file.parent_path(), error);
+        }
+        _out.open(path, std::ios::trunc);
+        if (!_out) {
+            throw std::runtime_error{"cannot open CSV file '" + path +
+                                     "' for writing: " + std::strerror(errno)};
+        }
+        _out << "benchmark,variant,workers,metric,value,unit,repetitions\n";
+    }
+    void row(const std::string &benchmark, const std::string &variant, unsigned workers,
+             const std::string &metric, double value, const std::string &unit, std::size_t repetitions) {
+        _out << benchmark << ',' << variant << ',' << workers << ',' << metric << ',' << value << ',' << unit
+             << ',' << repetitions << '\n';
+        _out.flush();
+    }
+
+private:
+    std::ofstream _out;
+};
+
+RunResult run_variant(const std::string &variant, const Workload &workload, const Options &options,
+                      std::uint16_t workers) {
+    VariantConfig config;
+    config.workers = workers;
+    config.batch = options.batch;
+    config.prefetch_distance = options.prefetch_distance;
+    config.dynamic_prefetch = options.dynamic_prefetch;
+    config.primitive = options.primitive;
+    config.read_prefetch_eighths = options.read_prefetch_eighths;
+    if (variant == "mxtasking") {
+        return run_mxtasking(workload, config);
+    }
+    if (variant == "mxtasking_noprefetch") {
+        config.prefetch_distance = 0;
+        config.dynamic_prefetch = false;
+        return run_mxtasking(workload, config);
+    }
+    if (variant == "thread_olc") {
+        return run_thread_olc(workload, config);
+    }
+    if (variant == "thread_rwlatch") {
+        return run_thread_rwlatch(workload, config);
+    }
+    return run_tbb(workload, config);
+}
+
+double mops(const PhaseResult &phase) { return static_cast<double>(phase.operations) / phase.seconds / 1e6; }
+
+const PhaseResult &phase_of(const RunResult &run, const std::string &phase) {
+    return phase == "load" ? run.load : phase == "a" ? run.a : run.c;
+}
+
+struct TargetRatio {
+    const char *id;
+    const char *phase;
+    const char *numerator;
+    const char *denominator;
+};
+const TargetRatio target_ratios[] = {
+    {"blinktree_c_task_vs_thread", "c", "mxtasking", "thread_olc"},
+    {"blinktree_load_task_vs_thread", "load", "mxtasking", "thread_olc"},
+    {"blinktree_a_task_vs_thread", "a", "mxtasking", "thread_olc"},
+    {"blinktree_c_prefetch_on_vs_off", "c", "mxtasking", "mxtasking_noprefetch"},
+    {"blinktree_c_task_vs_tbb", "c", "mxtasking", "tbb"},
+};
+
+int run(const Options &options) {
+    if (!options.quiet) {
+        std::printf("ycsb: generating %llu keys, %llu operations per workload (%s)\n",
+                    static_cast<unsigned long long>(options.workload.keys),
+                    static_cast<unsigned long long>(options.workload.operations),
+                    options.distribution.c_str());
+    }
+    const Workload workload = make_workload(options.workload);
+    CsvWriter csv{options.csv};
+    const char *phases[] = {"load", "c", "a"};
+    for (const std::uint16_t workers : options.workers) {
+        // runs[variant][repetition]
+        std::map<std::string, std::vector<RunResult>> runs;
+        for (unsigned rep = 0; rep < options.repetitions; ++rep) {
+            for (const auto &variant : options.variants) {
+                const RunResult result = run_variant(variant, workload, options, workers);
+                runs[variant].push_back(result);
+                if (!options.quiet) {
+                    std::printf("rep %u workers %u %-22s load %6.2f  C %6.2f  A %6.2f Mops/s\n", rep, workers,
+                                variant.c_str(), mops(result.load), mops(result.c), mops(result.a));
+                    std::fflush(stdout);
+                }
+                // Every key is loaded and every request names a loaded key: anything else is a bug.
+                if (result.load.found != workload.load.size() || result.c.found != workload.c.size() ||
+                    result.a.found != workload.a.size()) {
+                    std::fprintf(stderr, "ycsb: %s found %llu/%llu/%llu of %zu/%zu/%zu keys (load/C/A)\n",
+                                 variant.c_str(), static_cast<unsigned long long>(result.load.found),
+                                 static_cast<unsigned long long>(result.c.found),
+                                 static_cast<unsigned long long>(result.a.found), workload.load.size(),
+                                 workload.c.size(), workload.a.size());
+                    return 1;
+                }
+            }
+        }
+        for (const auto &variant : options.variants) {
+            for (const char *phase : phases) {
+                std::vector<double> throughput;
+                std::vector<double> cycles;
+                std::vector<double> cpu;
+                for (const RunResult &run_result : runs[variant]) {
+                    const PhaseResult &p = phase_of(run_result, phase);
+                    cpu.push_back(p.cpu_seconds * 1e9 / static_cast<double>(p.operations));
+                    throughput.push_back(static_cast<double>(p.operations) / p.seconds / 1e6);
+                    cycles.push_back(static_cast<double>(p.cycles) * workers /
+                                     static_cast<double>(p.operations));
+                }
+                const std::string benchmark = std::string{"ycsb_"} + phase;
+                csv.row(benchmark, variant, workers, "throughput", median(throughput), "Mops/s",
+                        throughput.size());
+                csv.row(benchmark, variant, workers, "cycles_per_op", median(cycles), "cycles",
+                        cycles.size());
+                csv.row(benchmark, variant, workers, "cpu_ns_per_op", median(cpu), "ns", cpu.size());
+            }
+        }
+        for (const TargetRatio &target : target_ratios) {
+            if (!runs.contains(target.numerator) || !runs.contains(target.denominator)) {
+                continue;
+            }
+            std::vector<double> ratios;
+            for (unsigned rep = 0; rep < options.repetitions; ++rep) {
+                const PhaseResult &a = phase_of(runs[target.numerator][rep], target.phase);
+                const PhaseResult &b = phase_of(runs[target.denominator][rep], target.phase);
+                ratios.push_back(b.seconds / a.seconds);
+            }
+            csv.row("blinktree_targets", target.id, workers, "ratio", median(ratios), "x", ratios.size());
+            if (!options.quiet) {
+                std::printf("workers %u %-32s %.2fx\n", workers, target.id, median(ratios));
+            }
+        }
+    }
+    return 0;
+}
+
+} // namespace
+} // namespace mx::bench::ycsb
+
+int main(int argc, char **argv) {
+    using mx::bench::ycsb::Options;
+    Options options;
+    CLI::App app{"YCSB on the B-link tree: mxtasking against thread-based trees and oneTBB"};
+    app.add_option("-n,--keys", options.workload.keys, "Keys loaded (load phase inserts)")
+        ->check(CLI::Range(std::uint64_t{1000}, std::uint64_t{1} << 32U));
+    app.add_option("-m,--ops", options.workload.operations, "Operations of workloads A and C each")
+        ->check(CLI::Range(std::uint64_t{1000}, std::uint64_t{1} << 32U));
+    app.add_option("-w,--workers", options.workers, "Worker (thread) counts, comma separated")
+        ->delimiter(',')
+        ->check(CLI::Range(1U, 256U));
+    app.add_option("--variants", options.variants, "Variants, comma separated (default all)")
+        ->delimiter(',')
+        ->check(CLI::IsMember(mx::bench::ycsb::all_variants));
+    app.add_option("-d,--distribution", options.distribution, "Request distribution")
+        ->check(CLI::IsMember({"zipf", "uniform"}));
+    app.add_option("--theta", options.workload.theta, "Zipfian skew")->check(CLI::Range(0.01, 0.999));
+    app.add_option("-r,--repetitions", options.repetitions, "Repetitions (medians reported)")
+        ->check(CLI::Range(1U, 1000U));
+    app.add_option("--batch", options.batch, "Requests handed out per batch")
+        ->check(CLI::Range(1U, 1U << 20U));
+    app.add_option("--prefetch-distance", options.prefetch_distance, "mxtasking: static prefetch distance")
+        ->check(CLI::Range(0U, 64U));
+    app.add_flag("--dynamic-prefetch", options.dynamic_prefetch, "mxtasking: dynamic prefetch distance");
+    app.add_option("--primitive", options.primitive,
+                   "mxtasking: force the nodes' primitive (auto = cost model)")
+        ->check(CLI::IsMember({"auto", "spinlock", "rw_latch", "optimistic_latched", "optimistic_scheduled",
+                               "htm", "scheduling"}));
+    app.add_option("--read-prefetch-eighths", options.read_prefetch_eighths,
+                   "mxtasking: eighths of the key array prefetched for reading steps")
+        ->check(CLI::Range(0U, 8U));
+    app.add_option("--seed", options.workload.seed, "Request generator seed");
+    app.add_option("-o,--csv", options.csv, "CSV file to write");
+    app.add_flag("-q,--quiet", options.quiet, "No progress lines");
+    CLI11_PARSE(app, argc, argv);
+    options.workload.zipfian = options.distribution == "zipf";
+    try {
+        return mx::bench::ycsb::run(options);
+    } catch (const std::exception &error) {
+        std::fprintf(stderr, "mx_bench_ycsb: %s\n", error.what());
+        return 1;
+    }
+}

@@ -1,0 +1,125 @@
+// The task-based B-link tree on mxtasking. Requests are handed out in batches: one low-priority
+// batch task per worker claims the next batch from a shared cursor, submits one operation task
+// per request on its own worker and re-spawns itself; being low priority, it runs again only
+// when the worker has nothing else to do, so the pools never hold more than a batch or so.
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mx/index/blinktree/tree.h"
+#include "mx/tasking/runtime.h"
+#include "workload.h"
+
+namespace mx::bench::ycsb {
+
+namespace {
+
+using index::blinktree::BLinkTree;
+using index::blinktree::Listener;
+using index::blinktree::Operation;
+using index::blinktree::OpResult;
+using index::blinktree::Request;
+using Tree = BLinkTree<1024>;
+
+struct Phase {
+    Tree *tree;
+    const std::vector<YcsbRequest> *requests;
+    std::size_t batch;
+    std::vector<WorkerCounters> counters;
+    alignas(system::cache_line_size) std::atomic<std::size_t> cursor{0}; // claimed by all batch tasks
+};
+
+void on_result(void *context, const OpResult &result, tasking::TaskContext &task_context) noexcept {
+    WorkerCounters &mine = static_cast<Phase *>(context)->counters[task_context.worker_id()];
+    if (result.operation == Operation::insert ? !result.found : result.found) {
+        ++mine.found;
+        mine.checksum += result.value;
+    }
+}
+
+class BatchTask final : public tasking::Task {
+public:
+    BatchTask(Phase &phase, std::uint16_t worker) noexcept : _phase(&phase) {
+        annotate(worker);
+        annotate(tasking::Priority::low);
+    }
+    tasking::TaskResult execute(tasking::TaskContext &context) noexcept override {
+        const auto &requests = *_phase->requests;
+        const std::size_t begin = _phase->cursor.fetch_add(_phase->batch, std::memory_order_relaxed);
+        if (begin >= requests.size()) {
+            return tasking::TaskResult::remove();
+        }
+        const std::size_t end = std::min(begin + _phase->batch, requests.size());
+        const Listener listener{&on_result, _phase};
+        for (std::size_t i = begin; i < end; ++i) {
+            const YcsbRequest &request = requests[i];
+            const Operation operation = request.kind == Kind::insert ? Operation::insert
+                                        : request.kind == Kind::read ? Operation::lookup
+                                                                     : Operation::update;
+            _phase->tree->submit(context, Request{.operation = operation,
+                                                  .key = request.key,
+                                                  .value = request.value,
+                                                  .listener = listener});
+        }
+        return tasking::TaskResult::successor(this);
+    }
+
+private:
+    Phase *_phase;
+};
+
+PhaseResult run_phase(tasking::Runtime &runtime, Tree &tree, const std::vector<YcsbRequest> &requests,
+                      const VariantConfig &config) {
+    Phase phase{&tree, &requests, config.batch, std::vector<WorkerCounters>(runtime.worker_count()), {}};
+    runtime.wait();
+    PhaseTimer timer;
+    timer.start();
+    for (std::uint16_t worker = 0; worker < runtime.worker_count(); ++worker) {
+        runtime.spawn(*runtime.new_task<BatchTask>(phase, worker));
+    }
+    runtime.wait();
+    std::uint64_t found = 0;
+    for (const auto &c : phase.counters) {
+        found += c.found;
+    }
+    return timer.stop(requests.size(), found);
+}
+
+std::optional<sync::Primitive> parse_primitive(const std::string &name) {
+    if (name == "auto") {
+        return std::nullopt;
+    }
+    for (std::uint8_t p = 0; p < sync::primitive_count; ++p) {
+        if (name == sync::to_string(static_cast<sync::Primitive>(p))) {
+            return static_cast<sync::Primitive>(p);
+        }
+    }
+    throw std::invalid_argument{"unknown primitive '" + name + "'"};
+}
+
+} // namespace
+
+RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
+    tasking::RuntimeConfig runtime_config;
+    runtime_config.workers = config.workers;
+    runtime_config.prefetch_distance = config.prefetch_distance;
+    runtime_config.dynamic_prefetch = config.dynamic_prefetch;
+    tasking::Runtime runtime{runtime_config};
+    index::blinktree::TreeConfig tree_config;
+    tree_config.primitive = parse_primitive(config.primitive);
+    tree_config.prefetch_hints = config.prefetch_hints;
+    tree_config.read_prefetch_eighths = config.read_prefetch_eighths;
+    RunResult result;
+    {
+        Tree tree{runtime, tree_config};
+        result.load = run_phase(runtime, tree, workload.load, config);
+        result.c = run_phase(runtime, tree, workload.c, config);
+        result.a = run_phase(runtime, tree, workload.a, config);
+    }
+    runtime.wait();
+    return result;
+}
+
+} // namespace mx::bench::ycsb

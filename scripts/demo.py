@@ -58,12 +58,12 @@ class Context:
                 return candidate
         return None
 
-    def run(self, binary, args, csv_name, env_extra=None, timeout=300):
+    def run(self, binary, args, csv_name, env_extra=None, timeout=300, quiet=True):
         """Runs a driver writing `csv_name` in the raw directory; returns its rows or None."""
         path = os.path.join(self.raw_dir, csv_name)
         env = dict(os.environ)
         env.update(env_extra or {})
-        command = [binary] + args + ["--csv", path, "--quiet"]
+        command = [binary] + args + ["--csv", path] + (["--quiet"] if quiet else [])
         try:
             done = subprocess.run(command, env=env, timeout=timeout, capture_output=True, text=True)
         except subprocess.TimeoutExpired:
@@ -264,12 +264,206 @@ def print_runtime_tables(rows):
               f"({100 * other / wall:.0f} % of one core on average)")
 
 
+# ---- synchronization (resources, primitives, EBMR) ---------------------------------------------
+
+def sync_suite(ctx):
+    driver = ctx.binary("sync/mx_bench_sync")
+    targets = {
+        "optimistic_vs_shared_mutex_r95": Target("optimistic_vs_shared_mutex_r95", None, "ratio", ">= 1.5"),
+        "ebmr_overhead_percent": Target("ebmr_overhead_percent", None, "percent", "< 5"),
+    }
+    if driver is None:
+        for target in targets.values():
+            target.note = f"mx_bench_sync not found under {ctx.build_dir}"
+        return "sync", [], list(targets.values())
+    objects = "1,1000,1000000"
+    ops = "100000" if ctx.quick else "300000"
+    print("  sync: contention sweep (K = 1, 1K, 1M; reads 0/50/95/100 %; every primitive) ...", flush=True)
+    rows = ctx.run(driver, ["-w", "1,2", "-k", objects, "--read-ratios", "0,50,95,100", "-r", "5", "--ops", ops],
+                   "sync.csv", timeout=900) or []
+    for target in targets.values():
+        values = [(int(r["workers"]), float(r["value"]), r["variant"]) for r in rows
+                  if r["benchmark"] == "sync_targets" and r["metric"] == target.name]
+        if values:
+            workers, value, variant = max(values)
+            target.value = value
+            target.note = f"{workers} workers, {variant}; " + ", ".join(f"{w} w: {v:.3g}" for w, v, _ in sorted(values))
+        else:
+            target.note = "mx_bench_sync produced no figure"
+    return "sync", rows, list(targets.values())
+
+
+def print_sync_tables(rows):
+    print("\nSynchronization: cycles per operation at K = 1000 objects (median of 5)")
+    variants = list(dict.fromkeys(r["variant"] for r in rows if r["metric"] == "cycles_per_op"))
+    for workers in (1, 2):
+        print(f"  {workers} worker(s)          " + "".join(f"{ratio:>8}%" for ratio in ("0", "50", "95", "100")))
+        for variant in variants:
+            cells = []
+            for ratio in ("0", "50", "95", "100"):
+                value = next((float(r["value"]) for r in rows if r["metric"] == "cycles_per_op" and
+                              r["variant"] == variant and int(r["workers"]) == workers and
+                              "k=1000/" in r["benchmark"] + "/" and f"read={ratio}" in r["benchmark"]), None)
+                cells.append(f"{value:9.0f}" if value is not None else "        -")
+            print(f"  {variant:<22}" + "".join(cells))
+
+
+def make_sync_plots(csv_path, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = plot.read_rows(csv_path)
+    picked = [r for r in rows if r["metric"] == "cycles_per_op" and "k=1000/" in r["benchmark"] + "/"
+              and "read=95" in r["benchmark"]]
+    if not picked:
+        return []
+    variants = list(dict.fromkeys(r["variant"] for r in picked))
+    figure, axis = plt.subplots(figsize=(9, 3.8))
+    for offset, workers in enumerate((1, 2)):
+        values = [next((float(r["value"]) for r in picked if r["variant"] == v and int(r["workers"]) == workers), 0)
+                  for v in variants]
+        axis.bar([i + 0.4 * offset for i in range(len(variants))], values, width=0.4, label=f"{workers} worker(s)")
+    axis.set_xticks([i + 0.2 for i in range(len(variants))])
+    axis.set_xticklabels(variants, rotation=30, ha="right", fontsize=8)
+    axis.set_ylabel("cycles per operation")
+    axis.set_title("1000 objects, 95 % reads")
+    axis.legend()
+    figure.tight_layout()
+    path = os.path.join(out_dir, "sync_r95_k1000.png")
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return [path]
+
+
+# ---- B-link tree under YCSB --------------------------------------------------------------------
+
+BLINKTREE_TARGETS = [("blinktree_c_task_vs_thread", ">= 1.25"), ("blinktree_load_task_vs_thread", ">= 1.0"),
+                     ("blinktree_a_task_vs_thread", ">= 1.0"), ("blinktree_c_prefetch_on_vs_off", ">= 1.3"),
+                     ("blinktree_c_task_vs_tbb", ">= 1.25")]
+
+
+def blinktree_suite(ctx):
+    driver = ctx.binary("ycsb/mx_bench_ycsb")
+    targets = [Target(name, None, "ratio", goal) for name, goal in BLINKTREE_TARGETS]
+    if driver is None:
+        for target in targets:
+            target.note = f"mx_bench_ycsb not found under {ctx.build_dir}"
+        return "blinktree", [], targets
+    keys = "500000" if ctx.quick else "2000000"
+    print(f"  blinktree: YCSB load/A/C, {keys} keys and operations, zipf 0.99, 1 and 2 workers ...", flush=True)
+    rows = ctx.run(driver, ["-n", keys, "-m", keys, "-w", "1,2", "-r", "3"], "blinktree.csv", timeout=900) or []
+    for target in targets:
+        value = value_of(rows, "blinktree_targets", target.name, 2, "ratio")
+        if value is None:
+            target.note = "mx_bench_ycsb produced no figure"
+            continue
+        target.value = value
+        target.note = f"2 workers, {keys} keys (the issue's size is 10 M: run mx_bench_ycsb -n 10000000 -m 10000000)"
+    return "blinktree", rows, targets
+
+
+def print_blinktree_tables(rows):
+    print("\nB-link tree, YCSB (zipf 0.99): million operations per second (median)")
+    variants = list(dict.fromkeys(r["variant"] for r in rows if r["metric"] == "throughput"))
+    print(f"  {'variant':<22}" + "".join(f"{p + ' ' + str(w) + 'w':>12}" for p in ("load", "A", "C") for w in (1, 2)))
+    for variant in variants:
+        cells = []
+        for phase in ("ycsb_load", "ycsb_a", "ycsb_c"):
+            for workers in (1, 2):
+                value = value_of(rows, phase, variant, workers, "throughput")
+                cells.append(f"{value:12.2f}" if value is not None else f"{'-':>12}")
+        print(f"  {variant:<22}" + "".join(cells))
+
+
+def make_blinktree_plots(csv_path, out_dir):
+    path = os.path.join(out_dir, "blinktree.png")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks", "ycsb", "plot.py")
+    done = subprocess.run([sys.executable, script, csv_path, "-o", path], capture_output=True, text=True)
+    return [path] if done.returncode == 0 else []
+
+
+# ---- binary search: interleaved execution and runtime prefetching ------------------------------
+
+def bsearch_suite(ctx):
+    driver = ctx.binary("bsearch/mx_bench_bsearch")
+    targets = [Target("coro_bsearch_4g_vs_branchfree", None, "ratio", ">= 2.0"),
+               Target("runtime_coro_vs_standalone", None, "ratio", ">= 0.87"),
+               Target("annotated_prefetch_on_vs_off", None, "ratio", ">= 1.5")]
+    if driver is None:
+        for target in targets:
+            target.note = f"mx_bench_bsearch not found under {ctx.build_dir}"
+        return "bsearch", [], targets
+    size = "1G" if ctx.quick else "4G"
+    print(f"  bsearch: {size} sorted 32-bit integers, 2 MiB pages, 10 K lookups, G in 1,2,4,8,12,16 ...", flush=True)
+    variants = "std,branchfree,gp,amac,coro,rt_coro,rt_annotated_off,rt_annotated_static,rt_annotated_dynamic"
+    rows = ctx.run(driver, ["--sizes", size, "--types", "int", "--huge-pages", "on", "--lookups", "10K",
+                            "--group-sizes", "1,2,4,8,12,16", "--reps", "5", "--seed", "42",
+                            "--variants", variants], "bsearch.csv", timeout=900, quiet=False) or []
+    bench = f"bsearch/type=int/size={'1024' if ctx.quick else '4096'}MiB/lookups=10000/pages=huge"
+
+    def time_of(variant):
+        return value_of(rows, bench, variant, 1, "time_per_lookup")
+
+    speedup = value_of(rows, bench, "coro/best", 1, "speedup_vs_branchfree")
+    if speedup is not None:
+        targets[0].value = speedup
+        targets[0].note = f"{size} array" + ("" if size == "4G" else " (--quick; the target is for 4 GiB)")
+    standalone, on_runtime = time_of("coro/best"), time_of("rt_coro/best")
+    if standalone and on_runtime:
+        targets[1].value = standalone / on_runtime
+        targets[1].note = "best G of each; time ratio stand-alone / runtime"
+    off = time_of("rt_annotated_off")
+    on = [t for t in (time_of("rt_annotated_static/best"), time_of("rt_annotated_dynamic")) if t]
+    if off and on:
+        targets[2].value = off / min(on)
+        targets[2].note = "best of static (distance = G) and dynamic distance vs prefetching off"
+    for target in targets:
+        if target.value is None and not target.note:
+            target.note = "mx_bench_bsearch produced no figure"
+    return "bsearch", rows, targets
+
+
+def print_bsearch_tables(rows):
+    print("\nBinary search: ns per lookup (median of 5) and speedup over the branch-free baseline")
+    for row in rows:
+        if row["metric"] == "time_per_lookup" and ("/g=" not in row["variant"]):
+            speed = value_of(rows, row["benchmark"], row["variant"], 1, "speedup_vs_branchfree")
+            print(f"  {row['variant']:<26} {float(row['value']):10.1f} ns  {speed or 0:6.2f}x")
+
+
+def make_bsearch_plots(csv_path, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = [r for r in plot.read_rows(csv_path) if r["metric"] == "speedup_vs_branchfree" and "/g=" in r["variant"]]
+    if not rows:
+        return []
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for family in dict.fromkeys(r["variant"].split("/g=")[0] for r in rows):
+        points = sorted((int(r["variant"].split("/g=")[1]), float(r["value"])) for r in rows
+                        if r["variant"].startswith(family + "/g="))
+        axis.plot([g for g, _ in points], [v for _, v in points], marker="o", label=family)
+    axis.set_xlabel("group size G (static prefetch distance for rt_annotated_static)")
+    axis.set_ylabel("speedup over branch-free")
+    axis.set_title(rows[0]["benchmark"].replace("bsearch/", ""), fontsize=9)
+    axis.legend(fontsize=8)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    path = os.path.join(out_dir, "bsearch_group_size.png")
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return [path]
+
+
 # ---- driver ----------------------------------------------------------------------------------
 
 # Each suite: (title, function(ctx) -> (name, rows, targets), function(rows) printing tables,
 # function(csv_path, out_dir) -> plot paths). Later demonstrators append here.
 SUITES = [
     ("runtime core", runtime_suite, print_runtime_tables, plot.make_runtime_plots),
+    ("synchronization", sync_suite, print_sync_tables, make_sync_plots),
+    ("binary search (interleaving, prefetching)", bsearch_suite, print_bsearch_tables, make_bsearch_plots),
+    ("B-link tree (YCSB)", blinktree_suite, print_blinktree_tables, make_blinktree_plots),
 ]
 
 

@@ -136,7 +136,7 @@ class Coroutine {
 public:
     using value_type = T;
 
-    class promise_type
+    class promise_type // NOLINT(readability-identifier-naming): the language requires this name
         : public std::conditional_t<std::is_void_v<T>, detail::VoidPromise, detail::ValuePromise<T>> {
     public:
         Coroutine get_return_object() noexcept {

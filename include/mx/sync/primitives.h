@@ -19,8 +19,8 @@
 #if defined(MX_TSAN)
 // ThreadSanitizer's dynamic annotations: reads between begin and end are not reported. Optimistic
 // readers race with writers by design (seqlock style) and validate afterwards.
-extern "C" void AnnotateIgnoreReadsBegin(const char *file, int line);
-extern "C" void AnnotateIgnoreReadsEnd(const char *file, int line);
+extern "C" void AnnotateIgnoreReadsBegin(const char *file, int line); // NOLINT: TSan names it
+extern "C" void AnnotateIgnoreReadsEnd(const char *file, int line);   // NOLINT: TSan names it
 #endif
 
 namespace mx::sync {

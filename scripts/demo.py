@@ -141,6 +141,15 @@ def runtime_suite(ctx):
         alloc_ops = {"alloc_single": "2000000", "alloc_batch": "2000000", "alloc_cross": "200000"}
         rounds = 5
 
+    example = os.path.join(ctx.build_dir, "examples", "mx_example_fib")
+    if os.access(example, os.X_OK):
+        # The runtime's own per-worker statistics (tasks, spawns, allocator refills, idle, sleeps)
+        # for a recursive fork/join run; also once on a simulated 2-region topology.
+        for label, env in (("this machine", {}), ("simulated 2 NUMA regions x 1 core", {"MX_TOPOLOGY": "2x1"})):
+            done = subprocess.run([example, "24"], capture_output=True, text=True, timeout=120,
+                                  env=dict(os.environ, **env))
+            print(f"  runtime statistics, fib(24), {label}:")
+            print("    " + (done.stdout.strip() or done.stderr.strip()).replace("\n", "\n    "), flush=True)
     row_lists = []
     for bench in THROUGHPUT:
         print(f"  runtime: {bench} ...", flush=True)
@@ -295,7 +304,8 @@ def sync_suite(ctx):
 
 def print_sync_tables(rows):
     print("\nSynchronization: cycles per operation at K = 1000 objects (median of 5)")
-    variants = list(dict.fromkeys(r["variant"] for r in rows if r["metric"] == "cycles_per_op"))
+    variants = list(dict.fromkeys(r["variant"] for r in rows if r["metric"] == "cycles_per_op"
+                                  and r["benchmark"].startswith("contention_")))
     for workers in (1, 2):
         print(f"  {workers} worker(s)          " + "".join(f"{ratio:>8}%" for ratio in ("0", "50", "95", "100")))
         for variant in variants:
@@ -303,7 +313,7 @@ def print_sync_tables(rows):
             for ratio in ("0", "50", "95", "100"):
                 value = next((float(r["value"]) for r in rows if r["metric"] == "cycles_per_op" and
                               r["variant"] == variant and int(r["workers"]) == workers and
-                              "k=1000/" in r["benchmark"] + "/" and f"read={ratio}" in r["benchmark"]), None)
+                              r["benchmark"] == f"contention_k1000_r{ratio}"), None)
                 cells.append(f"{value:9.0f}" if value is not None else "        -")
             print(f"  {variant:<22}" + "".join(cells))
 
@@ -313,8 +323,7 @@ def make_sync_plots(csv_path, out_dir):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     rows = plot.read_rows(csv_path)
-    picked = [r for r in rows if r["metric"] == "cycles_per_op" and "k=1000/" in r["benchmark"] + "/"
-              and "read=95" in r["benchmark"]]
+    picked = [r for r in rows if r["metric"] == "cycles_per_op" and r["benchmark"] == "contention_k1000_r95"]
     if not picked:
         return []
     variants = list(dict.fromkeys(r["variant"] for r in picked))

@@ -8,7 +8,7 @@ packages=(
   libhwloc-dev libnuma-dev            # topology, NUMA-local memory
   libgtest-dev                        # tests
   libtbb-dev                          # oneTBB baselines
-  libbenchmark-dev libcli11-dev       # benchmark drivers
+  libcli11-dev                        # benchmark drivers' command lines
   libjemalloc-dev libgoogle-perftools-dev  # allocator baselines
   python3 python3-matplotlib          # demo tables and plots
 )

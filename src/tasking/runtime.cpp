@@ -351,7 +351,10 @@ void Worker::park(Task &task) noexcept {
         _group_capacity =
             _configured_group_size != 0 ? _configured_group_size : default_coroutine_group_size();
         _group.assign(_group_capacity, nullptr);
+        _group_handles.assign(_group_capacity, {});
     }
+    // Only CoroutineTask returns TaskResult::suspend().
+    _group_handles[_group_size] = static_cast<CoroutineTask &>(task).handle();
     _group[_group_size++] = &task;
     while (_group_size >= _group_capacity) {
         resume_group_round();
@@ -361,15 +364,19 @@ void Worker::park(Task &task) noexcept {
 void Worker::resume_group_round() noexcept {
     for (std::uint32_t i = 0; i < _group_size;) {
         Task &task = *_group[i];
-        TaskContext context{*this};
         _running = &task;
-        const TaskResult result = task.execute(context);
-        if (result.action() == TaskResult::Action::suspend) {
+        _group_handles[i].resume();
+        if (!_group_handles[i].done()) [[likely]] {
             _running = nullptr;
             ++i;
             continue;
         }
-        _group[i] = _group[--_group_size];
+        // Finished: execute() releases the frame and yields the task's result.
+        TaskContext context{*this};
+        const TaskResult result = task.execute(context);
+        --_group_size;
+        _group[i] = _group[_group_size];
+        _group_handles[i] = _group_handles[_group_size];
         complete(task, result);
     }
 }
@@ -958,17 +965,13 @@ void RuntimeCore::publish(Squad *const *squads, std::size_t count, Worker *calle
         const auto target =
             static_cast<std::uint16_t>(std::min_element(load.begin(), load.end()) - load.begin());
         load[target] += squad->queued();
-        Task *dispatch = nullptr;
-        if (caller != nullptr) {
-            dispatch = caller->new_task<SquadDispatch>(*squad);
-        } else {
-            void *memory = allocate_external(memory::size_class_of(sizeof(SquadDispatch)));
-            if (memory == nullptr) {
-                out_of_task_memory();
-            }
-            dispatch = new (memory) SquadDispatch(*squad);
-            mark_runtime_owned(*dispatch, memory::size_class_of(sizeof(SquadDispatch)));
-        }
+        Task *dispatch =
+            caller != nullptr
+                ? caller->new_task<SquadDispatch>(*squad)
+                : construct_task<SquadDispatch>(
+                      *this,
+                      [this](std::uint8_t size_class) noexcept { return allocate_external(size_class); },
+                      *squad);
         dispatch->annotate(Annotation{.target_worker = target, .priority = Priority::high});
         if (caller != nullptr) {
             caller->spawn(*dispatch);

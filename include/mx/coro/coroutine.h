@@ -179,6 +179,8 @@ public:
 
     /// Gives up ownership; the caller destroys the handle (and thereby frees the frame).
     [[nodiscard]] Handle release() noexcept { return std::exchange(_handle, {}); }
+    /// The handle, still owned by this object (for schedulers that resume it directly).
+    [[nodiscard]] Handle handle() const noexcept { return _handle; }
 
     void reset() noexcept {
         if (_handle) {

@@ -6,6 +6,9 @@
 // group round-robin, so the misses of G tasks overlap (Psaropoulos, ch. 3). Frames come from the
 // worker thread's frame pool (mx::coro::FramePool), not from malloc.
 
+#include <coroutine>
+#include <optional>
+
 #include "mx/coro/coroutine.h"
 #include "mx/tasking/runtime.h"
 #include "mx/tasking/task.h"
@@ -20,9 +23,12 @@ public:
 
     TaskResult execute(TaskContext &context) noexcept final {
         if (!_coroutine.valid()) {
-            _coroutine = body(context); // runs to its first suspension point
-        } else {
-            _coroutine.resume();
+            // The body keeps a reference to the context across suspensions: give it one that
+            // lives as long as the task (a parked task stays on its worker).
+            _context.emplace(context);
+            _coroutine = body(*_context); // runs to its first suspension point
+        } else if (!_coroutine.done()) {
+            _coroutine.resume(); // the worker may also have resumed the handle directly
         }
         if (!_coroutine.done()) {
             return TaskResult::suspend();
@@ -30,6 +36,9 @@ public:
         _coroutine.reset(); // the frame goes back to the pool now, not with the task
         return finished(context);
     }
+
+    /// The suspended coroutine, which the worker resumes directly while the task is parked.
+    [[nodiscard]] std::coroutine_handle<> handle() const noexcept { return _coroutine.handle(); }
 
 protected:
     virtual coro::Coroutine<> body(TaskContext &context) noexcept = 0;
@@ -40,6 +49,7 @@ protected:
 
 private:
     coro::Coroutine<> _coroutine;
+    std::optional<TaskContext> _context;
 };
 
 /// Group size from the interleaving model, G = ceil((T_stall - T_switch) / (T_compute +

@@ -216,21 +216,9 @@ T *Runtime::new_task(Args &&...args) noexcept {
     if (worker != nullptr && &worker->core() == _core.get()) {
         return worker->new_task<T>(std::forward<Args>(args)...);
     }
-    static_assert(alignof(T) <= system::cache_line_size, "over-aligned tasks are not supported");
-    constexpr std::uint8_t size_class = memory::size_class_of(sizeof(T));
-    void *memory = nullptr;
-    if constexpr (size_class == memory::oversized_class) {
-        memory = ::operator new(sizeof(T), std::align_val_t{system::cache_line_size}, std::nothrow);
-        _core->count_oversized(1);
-    } else {
-        memory = _core->allocate_external(size_class);
-    }
-    if (memory == nullptr) [[unlikely]] {
-        detail::out_of_task_memory();
-    }
-    T *task = new (memory) T(std::forward<Args>(args)...);
-    detail::RuntimeCore::mark_runtime_owned(*task, size_class);
-    return task;
+    return detail::construct_task<T>(
+        *_core, [this](std::uint8_t size_class) noexcept { return _core->allocate_external(size_class); },
+        std::forward<Args>(args)...);
 }
 
 } // namespace mx::tasking

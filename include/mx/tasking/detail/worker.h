@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <coroutine>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -235,6 +236,7 @@ private:
     std::uint32_t _sample_countdown{32};
     // Suspended coroutine tasks (interleaved execution), resumed round-robin.
     std::vector<Task *> _group;
+    std::vector<std::coroutine_handle<>> _group_handles; // resumed directly: no virtual call per step
     std::uint32_t _group_capacity{0}; // 0 until the first suspension (then config or model)
     std::uint32_t _group_size{0};
     Task *_running{nullptr};         // task in execute(), for epoch inheritance
@@ -421,17 +423,19 @@ inline void Worker::destroy(Task &task) noexcept {
     }
 }
 
-template <class T, class... Args>
-T *Worker::new_task(Args &&...args) noexcept {
+/// Allocates (through `allocate(size_class)`, or aligned new for oversized tasks) and constructs a
+/// runtime-owned task; shared by workers and outside threads.
+template <class T, class Allocate, class... Args>
+T *construct_task(RuntimeCore &core, Allocate &&allocate, Args &&...args) noexcept {
     static_assert(std::is_base_of_v<Task, T>, "new_task creates tasks");
     static_assert(alignof(T) <= system::cache_line_size, "over-aligned tasks are not supported");
     constexpr std::uint8_t size_class = memory::size_class_of(sizeof(T));
     void *memory = nullptr;
     if constexpr (size_class == memory::oversized_class) {
         memory = ::operator new(sizeof(T), std::align_val_t{system::cache_line_size}, std::nothrow);
-        _core->count_oversized(1);
+        core.count_oversized(1);
     } else {
-        memory = _allocator.allocate(size_class);
+        memory = allocate(size_class);
     }
     if (memory == nullptr) [[unlikely]] {
         out_of_task_memory();
@@ -439,6 +443,13 @@ T *Worker::new_task(Args &&...args) noexcept {
     T *task = new (memory) T(std::forward<Args>(args)...);
     RuntimeCore::mark_runtime_owned(*task, size_class);
     return task;
+}
+
+template <class T, class... Args>
+T *Worker::new_task(Args &&...args) noexcept {
+    return construct_task<T>(
+        *_core, [this](std::uint8_t size_class) noexcept { return _allocator.allocate(size_class); },
+        std::forward<Args>(args)...);
 }
 
 } // namespace mx::tasking::detail

@@ -142,8 +142,12 @@ void search_on_runtime(tasking::Runtime &runtime, std::span<const Key> table, st
     LookupDone done;
     done.remaining.store(keys.size(), std::memory_order_relaxed);
     runtime.spawn(*runtime.new_task<Launcher<Lookup, Key>>(table, keys, out, done, batch));
+    // Poll rarely: every lookup decrements the counter, and a reader spinning on its line would
+    // pull it away from the worker on every decrement (a cross-core miss per lookup).
     while (done.remaining.load(std::memory_order_acquire) != 0) {
-        system::pause();
+        for (int i = 0; i < 64; ++i) {
+            system::pause();
+        }
     }
     runtime.wait(); // the launcher's last run; returns at once
 }

@@ -21,76 +21,20 @@
 #include <mx/sync/primitives.h>
 #include <mx/tasking/runtime.h>
 
+#include "support/runtime_fixture.h"
+
 namespace mx::sync_test {
 
-#if defined(MX_TSAN)
-inline constexpr bool tsan_build = true;
-#else
-inline constexpr bool tsan_build = false;
-#endif
-
-/// Loop sizes are written for the ASan build; ThreadSanitizer with 8 workers on 2 cores is an
-/// order of magnitude slower, so loops shrink there. Not constexpr: lambdas capture the result by value and
-/// clang warns when a constant expression is captured.
+// Loop sizing, bounded waits, seeds and mixing come from the runtime tests' support header;
+// these tests are lighter per iteration, so TSan builds divide loops by 2 instead of 8.
+using test::eventually;
+using test::mix;
+using test::patience;
+using test::spin_until;
+using test::test_seed;
+using test::tsan_build;
 inline std::uint32_t scaled(std::uint32_t count, std::uint32_t tsan_divisor = 2) noexcept {
-    if constexpr (tsan_build) {
-        const std::uint32_t reduced = count / tsan_divisor;
-        return reduced > 0 ? reduced : 1;
-    } else {
-        static_cast<void>(tsan_divisor);
-        return count;
-    }
-}
-
-inline constexpr std::chrono::seconds patience{20};
-
-/// Polls `predicate` until it holds or `timeout` passed.
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds timeout = patience) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!predicate()) {
-        if (std::chrono::steady_clock::now() > deadline) {
-            return false;
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds{200});
-    }
-    return true;
-}
-
-/// Spins (yielding, so oversubscribed workers get a core) until `flag` is set or `patience`
-/// ran out. Returns whether the flag was seen.
-inline bool spin_until(const std::atomic<bool> &flag) noexcept {
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    while (!flag.load(std::memory_order_acquire)) {
-        if (std::chrono::steady_clock::now() > deadline) {
-            return false;
-        }
-        std::this_thread::yield();
-    }
-    return true;
-}
-
-/// $MX_TEST_SEED or a fresh seed, printed so a failure can be replayed.
-inline std::uint64_t test_seed() {
-    std::uint64_t seed = 0;
-    if (const char *text = std::getenv("MX_TEST_SEED"); text != nullptr && *text != '\0') {
-        seed = std::strtoull(text, nullptr, 10);
-    } else {
-        std::random_device device;
-        seed = (std::uint64_t{device()} << 32U) | device();
-    }
-    std::printf("[   SEED   ] %llu (replay with MX_TEST_SEED=%llu)\n", static_cast<unsigned long long>(seed),
-                static_cast<unsigned long long>(seed));
-    return seed;
-}
-
-/// splitmix64 finalizer over a few numbers: tasks derive random choices from (seed, ids)
-/// without sharing a generator.
-constexpr std::uint64_t mix(std::uint64_t a, std::uint64_t b = 0, std::uint64_t c = 0) noexcept {
-    std::uint64_t z = a + 0x9E3779B97F4A7C15ULL * (b + 1) + 0xBF58476D1CE4E5B9ULL * (c + 1);
-    z = (z ^ (z >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27U)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31U);
+    return test::scaled(count, tsan_divisor);
 }
 
 /// A runtime shape: worker count on the real machine, or a simulated NUMA topology.

@@ -688,6 +688,11 @@ RuntimeCore::RuntimeCore(const RuntimeConfig &config)
     }
     _external_allocator = std::make_unique<memory::TaskAllocator>(*_heaps[0], config.allocator_batch);
     _worker_weight.assign(_workers.size(), 0);
+    // The first epoch lasts a full interval from start-up (not from the clock's origin).
+    _last_advance_ns.store(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                          std::chrono::steady_clock::now().time_since_epoch())
+                                                          .count()),
+                           std::memory_order_relaxed);
 }
 
 RuntimeCore::~RuntimeCore() {

@@ -194,16 +194,7 @@ void Worker::spawn_routed(Task &task) noexcept {
         squad->push(task); // counted when the squad is published
         return;
     }
-    std::uint16_t target = task.target_worker();
-    if (const ResourcePtr resource = task.resource(); resource && task.access() != AccessMode::none) {
-        // Fig. 2 of the paper: serialized resources, and writers of optimistically scheduled
-        // ones, go to the resource's worker.
-        const sync::Primitive primitive = primitive_of(resource);
-        if (primitive == sync::Primitive::scheduling ||
-            (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write)) {
-            target = worker_of(resource);
-        }
-    }
+    std::uint16_t target = routed_to_owner(task) ? worker_of(task.resource()) : task.target_worker();
     if (target == any_worker) {
         if (task.target_region() == any_region) {
             count_spawn(task);
@@ -394,7 +385,8 @@ std::uint64_t checksum(const void *object, std::uint32_t size) noexcept {
 #endif
 } // namespace
 
-bool Worker::run_synchronized(Task &task, TaskContext &context, TaskResult &result) noexcept {
+[[gnu::always_inline]] inline bool Worker::run_synchronized(Task &task, TaskContext &context,
+                                                            TaskResult &result) noexcept {
     const ResourcePtr resource = task.resource();
     ResourceHeader &header = header_of(resource);
     // A deleted resource stays valid until reclamation frees it: tasks dispatched before the
@@ -1003,12 +995,8 @@ void RuntimeCore::spawn_external(Task &task) noexcept {
             target = workers[ticket % workers.size()];
         }
     }
-    if (const ResourcePtr resource = task.resource(); resource && task.access() != AccessMode::none) {
-        const sync::Primitive primitive = primitive_of(resource);
-        if (primitive == sync::Primitive::scheduling ||
-            (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write)) {
-            target = worker_of(resource);
-        }
+    if (routed_to_owner(task)) {
+        target = worker_of(task.resource());
     }
     MX_ASSERT(target < _workers.size(), "task annotated with a worker the runtime does not have");
     const auto epoch = static_cast<std::uint8_t>(_reclamation ? global_epoch() % epoch_buckets : 0);

@@ -399,11 +399,23 @@ inline void Worker::count_spawn(Task &task) noexcept {
     bump(_shared.spawned[epoch]);
 }
 
+/// Fig. 2 of the paper: tasks on a resource serialized by scheduling, and writers of an
+/// optimistically scheduled resource, run on the resource's worker.
+inline bool routed_to_owner(const Task &task) noexcept {
+    const ResourcePtr resource = task.resource();
+    if (!resource || task.access() == AccessMode::none) {
+        return false;
+    }
+    const sync::Primitive primitive = primitive_of(resource);
+    return primitive == sync::Primitive::scheduling ||
+           (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write);
+}
+
 inline void Worker::spawn(Task &task) noexcept {
     MX_ASSERT(!_in_optimistic_read,
               "an optimistic reader may run again: return successors via TaskResult instead of spawning");
-    if (task.squad() == nullptr && !task.resource() && task.target_worker() == any_worker &&
-        task.target_region() == any_region) [[likely]] {
+    if (task.squad() == nullptr && task.target_worker() == any_worker && task.target_region() == any_region &&
+        !routed_to_owner(task)) [[likely]] {
         count_spawn(task);
         push_local(task);
         return;

@@ -1,0 +1,293 @@
+#pragma once
+
+// The task-based radix join (dissertation ch. 6, "micro partitioning and task squads"). There is
+// no histogram pass: each producer scatters its chunk into fixed-capacity fragments, one open
+// fragment per partition, taking fresh fragments by bumping its own counter. A full fragment
+// becomes a build or probe task annotated with its partition's squad and with the fragment as
+// the data to prefetch. At the end of the partition phase the build squads are published: each
+// squad's tasks run back to back on one worker and fill the partition's hash table (no latch,
+// one worker owns the table while its squad runs). After they finished the probe squads are
+// published and probe the tables.
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "mx/join/classic_radix_join.h"
+#include "mx/join/hash_table.h"
+#include "mx/join/relation.h"
+#include "mx/system/cpu.h"
+#include "mx/tasking/runtime.h"
+#include "mx/util/assert.h"
+
+namespace mx::join {
+
+struct MicroJoinConfig {
+    unsigned radix_bits{11};
+    std::uint32_t fragment_capacity{256}; // tuples per fragment
+};
+
+class MicroRadixJoin {
+public:
+    /// Allocates and pre-faults fragments and hash-table memory. The runtime must outlive the
+    /// join, and nobody else may use the runtime while run() waits on it.
+    MicroRadixJoin(tasking::Runtime &runtime, std::span<const Tuple> build, std::span<const Tuple> probe,
+                   const MicroJoinConfig &config)
+        : _runtime(runtime), _build(build), _probe(probe), _config(config),
+          _partitions(std::size_t{1} << config.radix_bits),
+          _build_squads(std::make_unique<tasking::Squad[]>(_partitions)),
+          _probe_squads(std::make_unique<tasking::Squad[]>(_partitions)), _table_tuples(build.size()),
+          _table_next(build.size()), _table_heads(2 * build.size() + _partitions), _tables(_partitions),
+          _table_ready(_partitions), _partition_offsets(_partitions + 1), _head_offsets(_partitions),
+          _accumulators(runtime.worker_count()) {
+        MX_ASSERT(config.fragment_capacity >= 1, "fragments hold at least one tuple");
+        MX_ASSERT(config.radix_bits >= 1 && config.radix_bits <= 20, "radix bits out of range");
+        const std::size_t producers = runtime.worker_count();
+        _build_producers.resize(producers);
+        _probe_producers.resize(producers);
+        for (std::size_t w = 0; w < producers; ++w) {
+            prepare(_build_producers[w], build, w, producers);
+            prepare(_probe_producers[w], probe, w, producers);
+        }
+        for (std::size_t p = 0; p < _partitions; ++p) {
+            _build_squad_list.push_back(&_build_squads[p]);
+            _probe_squad_list.push_back(&_probe_squads[p]);
+        }
+        _table_tuples.prefault();
+    }
+
+    JoinResult run(JoinTimings *timings = nullptr) {
+        const auto start = std::chrono::steady_clock::now();
+        const std::uint64_t start_cycles = system::cycles();
+        std::fill(_accumulators.begin(), _accumulators.end(), Accumulator{});
+
+        // Partition phase: one producer task per worker and relation; full fragments queue in
+        // the squads, which do not count for wait() until published.
+        const auto producers = static_cast<std::uint16_t>(_build_producers.size());
+        for (std::uint16_t w = 0; w < producers; ++w) {
+            _runtime.spawn(
+                [this, w](tasking::TaskContext &context) noexcept { partition(context, false, w); },
+                tasking::Annotation{.target_worker = w});
+            _runtime.spawn([this, w](tasking::TaskContext &context) noexcept { partition(context, true, w); },
+                           tasking::Annotation{.target_worker = w});
+        }
+        _runtime.wait();
+        lay_out_tables();
+        const std::uint64_t partition_ns = detail::elapsed_ns(start);
+
+        const auto build_start = std::chrono::steady_clock::now();
+        _runtime.publish(_build_squad_list);
+        _runtime.wait();
+        const std::uint64_t build_ns = detail::elapsed_ns(build_start);
+
+        const auto probe_start = std::chrono::steady_clock::now();
+        _runtime.publish(_probe_squad_list);
+        _runtime.wait();
+        JoinResult result;
+        for (Accumulator &accumulator : _accumulators) {
+            result.matches += accumulator.result.matches;
+            result.checksum += accumulator.result.checksum;
+        }
+        const std::uint64_t probe_ns = detail::elapsed_ns(probe_start);
+        if (timings != nullptr) {
+            timings->partition_ns = partition_ns;
+            timings->build_ns = build_ns;
+            timings->probe_ns = probe_ns;
+            timings->build_probe_ns = build_ns + probe_ns;
+            timings->total_ns = detail::elapsed_ns(start);
+            timings->total_cycles = system::cycles() - start_cycles;
+        }
+        return result;
+    }
+
+private:
+    /// One producer's scatter state. Written only by the producer task of its worker during the
+    /// partition phase; reset and read (counts) by the thread calling run() between phases.
+    struct Producer {
+        std::span<const Tuple> input;
+        TupleBuffer fragments;        // the arena of fixed-capacity fragments
+        std::size_t next_fragment{0}; // bump counter into the arena
+        std::vector<Tuple *> open;    // the open fragment of each partition
+        std::vector<std::uint32_t> fill;
+        std::vector<std::uint32_t> counts; // tuples per partition
+    };
+
+    /// A build or probe task over one fragment of one partition.
+    class FragmentTask final : public tasking::Task {
+    public:
+        FragmentTask(MicroRadixJoin &join, const Tuple *tuples, std::uint32_t count, std::uint32_t partition,
+                     bool probe) noexcept
+            : _join(&join), _tuples(tuples), _count(count), _partition(partition), _probe(probe) {}
+
+        tasking::TaskResult execute(tasking::TaskContext &context) noexcept override {
+            if (_probe) {
+                _join->probe_fragment(context.worker_id(), _partition, {_tuples, _count});
+            } else {
+                _join->build_fragment(_partition, {_tuples, _count});
+            }
+            return tasking::TaskResult::remove();
+        }
+
+    private:
+        MicroRadixJoin *_join;
+        const Tuple *_tuples;
+        std::uint32_t _count;
+        std::uint32_t _partition;
+        bool _probe;
+    };
+
+    /// Matches found by the probe tasks of one worker: written only by that worker, read by
+    /// run() after wait(). A line each, so workers do not share one.
+    struct alignas(system::cache_line_size) Accumulator {
+        JoinResult result;
+    };
+
+    void prepare(Producer &producer, std::span<const Tuple> input, std::size_t w, std::size_t producers) {
+        const std::size_t begin = input.size() * w / producers;
+        const std::size_t end = input.size() * (w + 1) / producers;
+        producer.input = input.subspan(begin, end - begin);
+        const std::size_t capacity = _config.fragment_capacity;
+        // Full fragments plus one partly filled fragment per partition at most.
+        const std::size_t fragments = (producer.input.size() + capacity - 1) / capacity + _partitions;
+        producer.fragments = TupleBuffer{fragments * capacity};
+        producer.fragments.prefault();
+        producer.open.resize(_partitions);
+        producer.fill.resize(_partitions);
+        producer.counts.resize(_partitions);
+    }
+
+    Tuple *take_fragment(Producer &producer) noexcept {
+        MX_ASSERT((producer.next_fragment + 1) * _config.fragment_capacity <= producer.fragments.size(),
+                  "fragment arena exhausted");
+        return producer.fragments.data() + (producer.next_fragment++) * _config.fragment_capacity;
+    }
+
+    void emit(tasking::TaskContext &context, bool probe, std::size_t partition, const Tuple *tuples,
+              std::uint32_t count) noexcept {
+        auto *task = context.new_task<FragmentTask>(*this, tuples, count,
+                                                    static_cast<std::uint32_t>(partition), probe);
+        task->annotate(probe ? &_probe_squads[partition] : &_build_squads[partition]);
+        task->annotate(
+            tasking::PrefetchHint::bytes(tuples, static_cast<std::uint32_t>(count * sizeof(Tuple))));
+        context.spawn(*task);
+    }
+
+    void partition(tasking::TaskContext &context, bool probe, std::size_t w) noexcept {
+        Producer &producer = probe ? _probe_producers[w] : _build_producers[w];
+        producer.next_fragment = 0;
+        for (std::size_t p = 0; p < _partitions; ++p) {
+            producer.open[p] = take_fragment(producer);
+        }
+        std::fill(producer.fill.begin(), producer.fill.end(), 0U);
+        std::fill(producer.counts.begin(), producer.counts.end(), 0U);
+        const std::size_t mask = _partitions - 1;
+        const std::uint32_t capacity = _config.fragment_capacity;
+        Tuple **open = producer.open.data();
+        std::uint32_t *fill = producer.fill.data();
+        for (const Tuple &tuple : producer.input) {
+            const std::size_t p = tuple.key & mask;
+            open[p][fill[p]++] = tuple;
+            if (fill[p] == capacity) [[unlikely]] {
+                emit(context, probe, p, open[p], capacity);
+                producer.counts[p] += capacity;
+                open[p] = take_fragment(producer);
+                fill[p] = 0;
+            }
+        }
+        for (std::size_t p = 0; p < _partitions; ++p) {
+            if (fill[p] != 0) {
+                emit(context, probe, p, open[p], fill[p]);
+                producer.counts[p] += fill[p];
+            }
+        }
+    }
+
+    /// Gives each partition its slice of the table arena (exact size from the producers' counts).
+    void lay_out_tables() noexcept {
+        std::size_t offset = 0;
+        std::size_t heads = 0;
+        for (std::size_t p = 0; p < _partitions; ++p) {
+            std::size_t size = 0;
+            for (const Producer &producer : _build_producers) {
+                size += producer.counts[p];
+            }
+            _partition_offsets[p] = offset;
+            _table_ready[p] = 0;
+            _tables[p] = PartitionHashTable{};
+            _head_offsets[p] = heads;
+            offset += size;
+            heads += size == 0 ? 0 : PartitionHashTable::bucket_count_for(size);
+        }
+        _partition_offsets[_partitions] = offset;
+        MX_ASSERT(offset == _build.size(), "every build tuple lands in one partition");
+        MX_ASSERT(heads <= _table_heads.size(), "bucket arena too small");
+    }
+
+    // Build tasks of a partition run back to back on the worker its squad went to, so the first
+    // one sets the table up (first touch on that core) and none of them needs a latch.
+    void build_fragment(std::size_t p, std::span<const Tuple> tuples) noexcept {
+        if (_table_ready[p] == 0) {
+            const std::size_t size = _partition_offsets[p + 1] - _partition_offsets[p];
+            _tables[p] = PartitionHashTable{
+                _table_heads.data() + _head_offsets[p], _table_next.data() + _partition_offsets[p],
+                _table_tuples.data() + _partition_offsets[p], size, _config.radix_bits};
+            _table_ready[p] = 1;
+        }
+        PartitionHashTable &table = _tables[p];
+        for (const Tuple &tuple : tuples) {
+            table.insert(tuple);
+        }
+    }
+
+    void probe_fragment(std::uint16_t worker, std::size_t p, std::span<const Tuple> tuples) noexcept {
+        if (_table_ready[p] == 0) {
+            return; // no build tuple in this partition
+        }
+        const PartitionHashTable &table = _tables[p];
+        if (_table_ready[p] == 1) {
+            // First probe task of the squad: the table went cold since the build phase.
+            _table_ready[p] = 2;
+            table.prefetch();
+        }
+        JoinResult local;
+        for (const Tuple &tuple : tuples) {
+            table.probe(tuple.key, [&](const Tuple &match) noexcept {
+                ++local.matches;
+                local.checksum += match_checksum(match.payload, tuple.payload);
+            });
+        }
+        _accumulators[worker].result.matches += local.matches;
+        _accumulators[worker].result.checksum += local.checksum;
+    }
+
+    tasking::Runtime &_runtime;
+    std::span<const Tuple> _build;
+    std::span<const Tuple> _probe;
+    MicroJoinConfig _config;
+    std::size_t _partitions;
+    std::vector<Producer> _build_producers;
+    std::vector<Producer> _probe_producers;
+    std::unique_ptr<tasking::Squad[]> _build_squads;
+    std::unique_ptr<tasking::Squad[]> _probe_squads;
+    std::vector<tasking::Squad *> _build_squad_list;
+    std::vector<tasking::Squad *> _probe_squad_list;
+    // Table arena. The slices of partition p are written by the worker running p's build squad
+    // and read by the workers running p's probe squad after the build phase's wait().
+    TupleBuffer _table_tuples;
+    std::vector<std::uint32_t> _table_next;
+    std::vector<std::uint32_t> _table_heads;
+    std::vector<PartitionHashTable> _tables;
+    // 0 = no build tuple yet, 1 = built, 2 = probing started. Per partition, written only by the
+    // worker running that partition's squad in the current phase.
+    std::vector<std::uint8_t> _table_ready;
+    // Written by run() between phases, read by the build and probe tasks.
+    std::vector<std::size_t> _partition_offsets;
+    std::vector<std::size_t> _head_offsets;
+    std::vector<Accumulator> _accumulators;
+};
+
+} // namespace mx::join

@@ -91,8 +91,9 @@ std::size_t RegionHeap::reserved_bytes() const noexcept {
 FreeBlock *TaskAllocator::refill(std::uint8_t size_class) noexcept {
     const RegionHeap::Batch batch = _heap->take(size_class, _batch);
     _lists[size_class] = batch.head;
-    _counts[size_class] = batch.count;
+    _counts[size_class].store(batch.count, std::memory_order_relaxed);
     bump(_refills);
+    _obtained.store(_obtained.load(std::memory_order_relaxed) + batch.count, std::memory_order_relaxed);
     return batch.head;
 }
 
@@ -111,7 +112,17 @@ void TaskAllocator::give_back(std::uint8_t size_class) noexcept {
     }
     keep_tail->next = nullptr;
     _heap->give_back(size_class, head, tail, count);
-    _counts[size_class] = _batch;
+    _counts[size_class].store(_batch, std::memory_order_relaxed);
+    _given_back.store(_given_back.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
+}
+
+std::int64_t TaskAllocator::held() const noexcept {
+    std::int64_t cached = 0;
+    for (const auto &count : _counts) {
+        cached += count.load(std::memory_order_relaxed);
+    }
+    return static_cast<std::int64_t>(_obtained.load(std::memory_order_relaxed)) -
+           static_cast<std::int64_t>(_given_back.load(std::memory_order_relaxed)) - cached;
 }
 
 void TaskAllocator::flush() noexcept {
@@ -128,7 +139,8 @@ void TaskAllocator::flush() noexcept {
         }
         _heap->give_back(c, head, tail, count);
         _lists[c] = nullptr;
-        _counts[c] = 0;
+        _counts[c].store(0, std::memory_order_relaxed);
+        _given_back.store(_given_back.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
     }
 }
 

@@ -955,12 +955,23 @@ void RuntimeCore::publish(Squad *const *squads, std::size_t count, Worker *calle
     std::sort(order.begin(), order.end(),
               [](const Squad *a, const Squad *b) { return a->queued() > b->queued(); });
     std::vector<std::uint64_t> load(_workers.size(), 0);
+    // Balancing starts at a rotating worker, so squads published one at a time spread too; one
+    // squad published from inside a task stays on that task's worker (its data is there).
+    const auto first = static_cast<std::uint16_t>(
+        _next_external_worker.fetch_add(1, std::memory_order_relaxed) % _workers.size());
     for (Squad *squad : order) {
         if (squad->queued() == 0) {
             continue;
         }
-        const auto target =
-            static_cast<std::uint16_t>(std::min_element(load.begin(), load.end()) - load.begin());
+        std::uint16_t target = first;
+        if (count == 1 && caller != nullptr) {
+            target = caller->id();
+        } else {
+            for (std::size_t i = 0; i < _workers.size(); ++i) {
+                const auto w = static_cast<std::uint16_t>((first + i) % _workers.size());
+                target = load[w] < load[target] ? w : target;
+            }
+        }
         load[target] += squad->queued();
         Task *dispatch =
             caller != nullptr
@@ -1030,10 +1041,7 @@ void RuntimeCore::destroy_external(Task &task) noexcept {
 
 std::uint64_t RuntimeCore::live_tasks() const noexcept {
     std::int64_t live = _oversized_live.load(std::memory_order_relaxed);
-    const auto count = [&live](const memory::TaskAllocator &allocator) {
-        live +=
-            static_cast<std::int64_t>(allocator.allocated()) - static_cast<std::int64_t>(allocator.freed());
-    };
+    const auto count = [&live](const memory::TaskAllocator &allocator) { live += allocator.held(); };
     for (const auto &worker : _workers) {
         count(worker->allocator());
     }

@@ -111,8 +111,9 @@ TEST(ClassicRadixJoin, MatchesReference) {
                         JoinTimings timings;
                         const JoinResult second = join.run(&timings); // buffers are reusable
                         const std::string where = workload.name + " threads=" + std::to_string(threads) +
-                                                  " bits=" + std::to_string(bits) + " passes=" +
-                                                  std::to_string(passes) + " wc=" + std::to_string(combining);
+                                                  " bits=" + std::to_string(bits) +
+                                                  " passes=" + std::to_string(passes) +
+                                                  " wc=" + std::to_string(combining);
                         EXPECT_EQ(first, expected) << where;
                         EXPECT_EQ(second, expected) << where;
                     }
@@ -132,16 +133,16 @@ TEST_P(MicroRadixJoinTest, MatchesReference) {
         const JoinResult expected = mx::join::reference_join(workload.build.span(), workload.probe.span());
         // (radix bits, fragment capacity): tiny fragments stress the spawn path, large ones are
         // the benchmark's settings.
-        for (const auto &[bits, capacity] : {std::pair{1U, 7U}, std::pair{5U, 1U}, std::pair{9U, 128U},
-                                             std::pair{6U, 256U}}) {
+        for (const auto &[bits, capacity] :
+             {std::pair{1U, 7U}, std::pair{5U, 1U}, std::pair{9U, 128U}, std::pair{6U, 256U}}) {
             {
                 MicroRadixJoin join{runtime, workload.build.span(), workload.probe.span(),
                                     MicroJoinConfig{bits, capacity}};
                 const JoinResult first = join.run();
                 JoinTimings timings;
                 const JoinResult second = join.run(&timings); // squads and arenas are reusable
-                const std::string where = workload.name + " bits=" + std::to_string(bits) +
-                                          " capacity=" + std::to_string(capacity);
+                const std::string where =
+                    workload.name + " bits=" + std::to_string(bits) + " capacity=" + std::to_string(capacity);
                 EXPECT_EQ(first, expected) << where;
                 EXPECT_EQ(second, expected) << where;
                 EXPECT_EQ(runtime.live_tasks(), 0U) << where;
@@ -171,7 +172,8 @@ TEST_P(MicroRadixJoinTest, EveryFragmentTaskRunsExactlyOnce) {
     EXPECT_EQ(runtime.live_tasks(), 0U);
 }
 
-INSTANTIATE_TEST_SUITE_P(Workers, MicroRadixJoinTest, ::testing::Values(1, 2, 4),
-                         [](const auto &param_info) { return std::to_string(param_info.param) + "_workers"; });
+INSTANTIATE_TEST_SUITE_P(Workers, MicroRadixJoinTest, ::testing::Values(1, 2, 4), [](const auto &param_info) {
+    return std::to_string(param_info.param) + "_workers";
+});
 
 } // namespace

@@ -103,8 +103,8 @@ public:
         }
         unpoison(block, size_class);
         _lists[size_class] = block->next;
-        --_counts[size_class];
-        bump(_allocated);
+        _counts[size_class].store(_counts[size_class].load(std::memory_order_relaxed) - 1,
+                                  std::memory_order_relaxed);
         return block;
     }
 
@@ -113,8 +113,9 @@ public:
         block->next = _lists[size_class];
         poison(block, size_class);
         _lists[size_class] = block;
-        bump(_freed);
-        if (++_counts[size_class] > _give_back_threshold) [[unlikely]] {
+        const std::uint32_t count = _counts[size_class].load(std::memory_order_relaxed) + 1;
+        _counts[size_class].store(count, std::memory_order_relaxed);
+        if (count > _give_back_threshold) [[unlikely]] {
             give_back(size_class);
         }
     }
@@ -123,10 +124,11 @@ public:
     void flush() noexcept;
 
     [[nodiscard]] std::uint64_t refills() const noexcept { return _refills.load(std::memory_order_relaxed); }
-    [[nodiscard]] std::uint64_t allocated() const noexcept {
-        return _allocated.load(std::memory_order_relaxed);
-    }
-    [[nodiscard]] std::uint64_t freed() const noexcept { return _freed.load(std::memory_order_relaxed); }
+    /// Blocks taken from the region heap minus blocks given back minus blocks on the free lists.
+    /// Summed over all allocators this is the number of blocks in use: a block freed by another
+    /// worker lands on that worker's list, so one allocator's figure alone may be negative.
+    /// Exact while no allocator is in use (e.g. after Runtime::wait()). No per-operation cost.
+    [[nodiscard]] std::int64_t held() const noexcept;
 
 private:
     FreeBlock *refill(std::uint8_t size_class) noexcept;
@@ -154,11 +156,12 @@ private:
     std::uint32_t _batch;
     std::uint32_t _give_back_threshold; // list length that triggers a give-back
     std::array<FreeBlock *, size_class_count> _lists{};
-    std::array<std::uint32_t, size_class_count> _counts{};
+    // Free-list lengths: written by the owner, read (relaxed) by held().
+    std::array<std::atomic<std::uint32_t>, size_class_count> _counts{};
     // Written by the owner only; read by statistics readers.
     std::atomic<std::uint64_t> _refills{0};
-    std::atomic<std::uint64_t> _allocated{0};
-    std::atomic<std::uint64_t> _freed{0};
+    std::atomic<std::uint64_t> _obtained{0};   // blocks taken from the region heap
+    std::atomic<std::uint64_t> _given_back{0}; // blocks handed back to it
 };
 
 } // namespace mx::memory

@@ -26,7 +26,9 @@ class SquadDispatch;
 /// moves every task queued at that moment to one worker's local FIFO in one block, so the squad's
 /// tasks run back to back in the order each producer spawned them; squads published together are
 /// spread over the workers by their queued task counts (largest first onto the least loaded
-/// worker). Tasks spawned into an unpublished squad do not count for Runtime::wait().
+/// worker, starting the search at a rotating worker); a single squad published from inside a
+/// task runs on that task's worker. Tasks spawned into an unpublished squad do not count for
+/// Runtime::wait().
 class Squad {
 public:
     Squad() noexcept = default;

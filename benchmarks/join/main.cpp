@@ -1,0 +1,261 @@
+// Radix join benchmark (dissertation ch. 6; workload A of Balkesen et al.): the classic radix join
+// on plain threads (one and two passes, with and without software write-combining buffers)
+// against the task-based join with micro partitioning and task squads (fragments of 128 and 256
+// tuples), over a sweep of radix bits and worker counts. Every run's result must equal the first
+// variant's (and the reference join's with --verify). Medians of --repetitions runs after one
+// warm-up run. CSV to --csv (default stdout); progress and TARGET lines to stderr.
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "mx/join/classic_radix_join.h"
+#include "mx/join/micro_radix_join.h"
+#include "mx/join/relation.h"
+#include "mx/tasking/runtime.h"
+
+namespace {
+
+using mx::join::JoinResult;
+using mx::join::JoinTimings;
+
+struct Variant {
+    std::string name;
+    bool micro;
+    unsigned passes;
+    bool combining;
+    std::uint32_t capacity;
+};
+
+std::vector<Variant> all_variants(const std::vector<std::uint32_t> &capacities) {
+    std::vector<Variant> variants{
+        {"classic_1pass", false, 1, false, 0},
+        {"classic_1pass_swwcb", false, 1, true, 0},
+        {"classic_2pass", false, 2, false, 0},
+        {"classic_2pass_swwcb", false, 2, true, 0},
+    };
+    for (const std::uint32_t capacity : capacities) {
+        variants.push_back({"micro_" + std::to_string(capacity), true, 0, false, capacity});
+    }
+    return variants;
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+}
+
+double tsc_per_ns() {
+    const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t cycles = mx::system::cycles();
+    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(50)) {
+    }
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    return static_cast<double>(mx::system::cycles() - cycles) / static_cast<double>(ns.count());
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    CLI::App app{"Radix join: classic partitioning (threads) vs micro partitioning with task squads"};
+    std::size_t build_size = 1U << 20U;
+    std::size_t probe_size = 1U << 24U;
+    unsigned min_bits = 6;
+    unsigned max_bits = 14;
+    std::vector<unsigned> workers_list{1, 2};
+    std::vector<std::string> variant_names;
+    unsigned repetitions = 3;
+    std::uint64_t seed = 1;
+    double zipf = 0.0;
+    bool verify = false;
+    std::string csv_path = "-";
+    std::uint32_t prefetch_distance = 2;
+    std::vector<std::uint32_t> capacities{128, 256};
+    app.add_option("--build", build_size, "build relation tuples (workload A: 16M)")
+        ->check(CLI::Range(0UL, 1UL << 31U));
+    app.add_option("--probe", probe_size, "probe relation tuples (workload A: 256M)");
+    app.add_option("--min-bits", min_bits, "smallest radix bits of the sweep")->check(CLI::Range(1U, 20U));
+    app.add_option("--max-bits", max_bits, "largest radix bits of the sweep")->check(CLI::Range(1U, 20U));
+    app.add_option("--workers", workers_list, "worker (thread) counts")->check(CLI::Range(1U, 256U));
+    app.add_option("--variants", variant_names, "variants to run (default: all)");
+    app.add_option("--repetitions", repetitions, "measured runs per point (after one warm-up)")
+        ->check(CLI::Range(1U, 1000U));
+    app.add_option("--seed", seed, "relation generator seed");
+    app.add_option("--zipf", zipf, "Zipf skew of the probe keys (0 = uniform)")
+        ->check(CLI::Range(0.0, 0.999));
+    app.add_option("--prefetch-distance", prefetch_distance,
+                   "runtime prefetch distance in tasks (0 = off) for the fragment annotations");
+    app.add_option("--fragment-capacities", capacities, "tuples per fragment of the micro variants")
+        ->check(CLI::Range(1U, 1U << 20U));
+    app.add_flag("--verify", verify, "also check every result against the reference join (slow)");
+    app.add_option("--csv", csv_path, "CSV output file ('-' = stdout)");
+    CLI11_PARSE(app, argc, argv);
+    if (min_bits > max_bits) {
+        std::cerr << "mx_bench_join: --min-bits " << min_bits << " is larger than --max-bits " << max_bits
+                  << "\n";
+        return 2;
+    }
+    const std::vector<Variant> known = all_variants(capacities);
+    std::vector<Variant> variants;
+    for (const Variant &variant : known) {
+        if (variant_names.empty() ||
+            std::find(variant_names.begin(), variant_names.end(), variant.name) != variant_names.end()) {
+            variants.push_back(variant);
+        }
+    }
+    for (const std::string &name : variant_names) {
+        if (std::none_of(known.begin(), known.end(),
+                         [&](const Variant &variant) { return variant.name == name; })) {
+            std::cerr
+                << "mx_bench_join: unknown variant '" << name << "' (classic_1pass, classic_1pass_swwcb, "
+                << "classic_2pass, classic_2pass_swwcb, micro_<capacity> for each --fragment-capacities)\n";
+            return 2;
+        }
+    }
+    std::ofstream file;
+    if (csv_path != "-") {
+        file.open(csv_path);
+        if (!file) {
+            std::cerr << "mx_bench_join: cannot write --csv " << csv_path << "\n";
+            return 2;
+        }
+    }
+    std::ostream &csv = csv_path == "-" ? std::cout : file;
+    csv << "benchmark,variant,workers,metric,value,unit,repetitions\n";
+
+    std::cerr << "generating build " << build_size << " / probe " << probe_size << " tuples (seed " << seed
+              << ", zipf " << zipf << ")\n";
+    const mx::join::TupleBuffer build = mx::join::make_build_relation(build_size, seed);
+    const mx::join::TupleBuffer probe = mx::join::make_probe_relation(probe_size, build_size, seed, zipf);
+    std::optional<JoinResult> expected;
+    if (verify) {
+        expected = mx::join::reference_join(build.span(), probe.span());
+    }
+    const double cycles_per_ns = tsc_per_ns();
+    const double tuples = static_cast<double>(build_size + probe_size);
+
+    // (bits, variant, workers) -> medians of partition and total milliseconds.
+    std::map<std::tuple<unsigned, std::string, unsigned>, std::pair<double, double>> summary;
+    for (const unsigned workers : workers_list) {
+        mx::tasking::RuntimeConfig config;
+        config.workers = static_cast<std::uint16_t>(workers);
+        config.prefetch_distance = prefetch_distance;
+        std::unique_ptr<mx::tasking::Runtime> runtime;
+        for (unsigned bits = min_bits; bits <= max_bits; ++bits) {
+            for (const Variant &variant : variants) {
+                std::vector<double> partition_ms;
+                std::vector<double> build_ms;
+                std::vector<double> probe_ms;
+                std::vector<double> join_ms;
+                std::vector<double> total_ms;
+                std::vector<double> cycles;
+                std::unique_ptr<mx::join::ClassicRadixJoin> classic;
+                std::unique_ptr<mx::join::MicroRadixJoin> micro;
+                if (variant.micro) {
+                    if (!runtime) {
+                        runtime = std::make_unique<mx::tasking::Runtime>(config);
+                    }
+                    micro = std::make_unique<mx::join::MicroRadixJoin>(
+                        *runtime, build.span(), probe.span(),
+                        mx::join::MicroJoinConfig{bits, variant.capacity});
+                } else {
+                    // Plain threads compete with nothing: the runtime's idle workers sleep.
+                    classic = std::make_unique<mx::join::ClassicRadixJoin>(
+                        build.span(), probe.span(),
+                        mx::join::ClassicJoinConfig{workers, bits, variant.passes, variant.combining});
+                }
+                for (unsigned run = 0; run <= repetitions; ++run) {
+                    JoinTimings timings;
+                    const JoinResult result = micro ? micro->run(&timings) : classic->run(&timings);
+                    if (!expected) {
+                        expected = result;
+                    }
+                    if (result != *expected) {
+                        std::cerr << "mx_bench_join: " << variant.name << " with " << bits << " bits and "
+                                  << workers << " workers returned " << result.matches
+                                  << " matches / checksum " << result.checksum << ", expected "
+                                  << expected->matches << " / " << expected->checksum << "\n";
+                        return 1;
+                    }
+                    if (run == 0) {
+                        continue; // warm-up
+                    }
+                    partition_ms.push_back(static_cast<double>(timings.partition_ns) / 1e6);
+                    build_ms.push_back(static_cast<double>(timings.build_ns) / 1e6);
+                    probe_ms.push_back(static_cast<double>(timings.probe_ns) / 1e6);
+                    join_ms.push_back(static_cast<double>(timings.build_probe_ns) / 1e6);
+                    total_ms.push_back(static_cast<double>(timings.total_ns) / 1e6);
+                    cycles.push_back(static_cast<double>(timings.total_cycles));
+                }
+                const std::string benchmark = "radix_join_" + std::to_string(bits) + "b";
+                const auto row = [&](const char *metric, double value, const char *unit) {
+                    csv << benchmark << ',' << variant.name << ',' << workers << ',' << metric << ',' << value
+                        << ',' << unit << ',' << repetitions << '\n';
+                };
+                const double total = median(total_ms);
+                row("partition_time", median(partition_ms), "ms");
+                if (variant.micro) {
+                    row("build_time", median(build_ms), "ms");
+                    row("probe_time", median(probe_ms), "ms");
+                }
+                row("build_probe_time", median(join_ms), "ms");
+                row("total_time", total, "ms");
+                row("throughput", tuples / (total / 1e3), "tuples/s");
+                row("cycles_per_tuple", median(cycles) / tuples, "cycles");
+                summary[{bits, variant.name, workers}] = {median(partition_ms), total};
+                std::fprintf(stderr,
+                             "%-22s bits=%2u workers=%u partition %8.2f ms  join %8.2f ms  total %8.2f ms  "
+                             "%.1f cycles/tuple (TSC %.2f GHz)\n",
+                             variant.name.c_str(), bits, workers, median(partition_ms), median(join_ms),
+                             total, median(cycles) / tuples, cycles_per_ns);
+            }
+        }
+    }
+
+    // Targets at 11 radix bits with the most workers measured: best micro vs best classic.
+    const unsigned target_workers = *std::max_element(workers_list.begin(), workers_list.end());
+    if (min_bits <= 11 && 11 <= max_bits) {
+        double classic_partition = 0.0;
+        double classic_total = 0.0;
+        double micro_partition = 0.0;
+        double micro_total = 0.0;
+        for (const Variant &variant : variants) {
+            const auto found = summary.find({11U, variant.name, target_workers});
+            if (found == summary.end()) {
+                continue;
+            }
+            double &partition = variant.micro ? micro_partition : classic_partition;
+            double &total = variant.micro ? micro_total : classic_total;
+            partition = partition == 0.0 ? found->second.first : std::min(partition, found->second.first);
+            total = total == 0.0 ? found->second.second : std::min(total, found->second.second);
+        }
+        if (classic_partition > 0.0 && micro_partition > 0.0) {
+            const double partition_ratio = classic_partition / micro_partition;
+            const double total_ratio = classic_total / micro_total;
+            std::fprintf(
+                stderr,
+                "TARGET radix_partition_micro_vs_classic_11b workers=%u value=%.3f (goal >= 1.15: %s; "
+                "build %zu, probe %zu)\n",
+                target_workers, partition_ratio, partition_ratio >= 1.15 ? "met" : "missed", build_size,
+                probe_size);
+            std::fprintf(
+                stderr,
+                "TARGET radix_join_micro_vs_classic_11b workers=%u value=%.3f (goal >= 1.0: %s; build %zu, "
+                "probe %zu)\n",
+                target_workers, total_ratio, total_ratio >= 1.0 ? "met" : "missed", build_size, probe_size);
+        }
+    }
+    return 0;
+}

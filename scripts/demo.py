@@ -464,6 +464,56 @@ def make_bsearch_plots(csv_path, out_dir):
     return [path]
 
 
+# ---- radix join: micro partitioning and squads --------------------------------------------------
+
+def join_suite(ctx):
+    driver = ctx.binary("join/mx_bench_join")
+    targets = [Target("radix_partition_micro_vs_classic_11b", None, "ratio", ">= 1.15"),
+               Target("radix_join_micro_vs_classic_11b", None, "ratio", ">= 1.0")]
+    if driver is None:
+        for target in targets:
+            target.note = f"mx_bench_join not found under {ctx.build_dir}"
+        return "join", [], targets
+    build, probe = ("250000", "4000000") if ctx.quick else ("1000000", "16000000")
+    print(f"  join: build {build} / probe {probe} tuples, radix bits 6-14, 1 and 2 workers ...", flush=True)
+    rows = ctx.run(driver, ["--build", build, "--probe", probe, "--min-bits", "6", "--max-bits", "14",
+                            "--workers", "1", "2", "--repetitions", "3"], "join.csv", timeout=900, quiet=False) or []
+
+    def best(prefix, metric):
+        values = [float(r["value"]) for r in rows if r["benchmark"] == "radix_join_11b" and
+                  r["variant"].startswith(prefix) and int(r["workers"]) == 2 and r["metric"] == metric]
+        return min(values) if values else None
+
+    for target, metric in zip(targets, ("partition_time", "total_time")):
+        classic, micro = best("classic", metric), best("micro", metric)
+        if classic and micro:
+            target.value = classic / micro
+            target.note = (f"2 workers, best classic / best micro {metric}, build {build} / probe {probe} "
+                           f"(the issue's size is 16 M / 256 M: mx_bench_join --build 16000000 --probe 256000000)")
+        else:
+            target.note = "mx_bench_join produced no figure"
+    return "join", rows, targets
+
+
+def print_join_tables(rows):
+    print("\nRadix join at 11 bits: milliseconds (median of 3)")
+    print(f"  {'variant':<22} {'w':>2} {'partition':>10} {'build+probe':>12} {'total':>8} {'cycles/tuple':>13}")
+    for workers in (1, 2):
+        for variant in dict.fromkeys(r["variant"] for r in rows if r["benchmark"] == "radix_join_11b"):
+            get = lambda metric: value_of(rows, "radix_join_11b", variant, workers, metric)  # noqa: E731
+            if get("total_time") is None:
+                continue
+            print(f"  {variant:<22} {workers:>2} {get('partition_time'):>10.1f} {get('build_probe_time'):>12.1f} "
+                  f"{get('total_time'):>8.1f} {get('cycles_per_tuple'):>13.1f}")
+
+
+def make_join_plots(csv_path, out_dir):
+    path = os.path.join(out_dir, "join.png")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks", "join", "plot.py")
+    done = subprocess.run([sys.executable, script, csv_path, "-o", path], capture_output=True, text=True)
+    return [path] if done.returncode == 0 and os.path.exists(path) else []
+
+
 # ---- driver ----------------------------------------------------------------------------------
 
 # Each suite: (title, function(ctx) -> (name, rows, targets), function(rows) printing tables,
@@ -473,6 +523,7 @@ SUITES = [
     ("synchronization", sync_suite, print_sync_tables, make_sync_plots),
     ("binary search (interleaving, prefetching)", bsearch_suite, print_bsearch_tables, make_bsearch_plots),
     ("B-link tree (YCSB)", blinktree_suite, print_blinktree_tables, make_blinktree_plots),
+    ("radix join (micro partitioning, squads)", join_suite, print_join_tables, make_join_plots),
 ]
 
 

@@ -77,15 +77,16 @@ int main(int argc, char **argv) {
     std::printf("fib(%u) = %llu on %u workers\n", n, static_cast<unsigned long long>(result),
                 unsigned{runtime.worker_count()});
     // Per-worker statistics, as the runtime counts them.
-    std::printf("%6s %4s %6s %12s %12s %12s %8s %14s %7s\n", "worker", "cpu", "region", "executed", "spawned-loc",
-                "spawned-rem", "refills", "idle-cycles", "sleeps");
+    std::printf("%6s %4s %6s %12s %12s %12s %8s %14s %7s\n", "worker", "cpu", "region", "executed",
+                "spawned-loc", "spawned-rem", "refills", "idle-cycles", "sleeps");
     for (const mx::tasking::WorkerStatistics &s : runtime.statistics()) {
-        std::printf("%6u %4u %6u %12llu %12llu %12llu %8llu %14llu %7llu\n", unsigned{s.worker}, unsigned{s.cpu},
-                    unsigned{s.numa_region}, static_cast<unsigned long long>(s.tasks_executed),
-                    static_cast<unsigned long long>(s.spawned_local),
-                    static_cast<unsigned long long>(s.spawned_remote),
-                    static_cast<unsigned long long>(s.allocator_refills),
-                    static_cast<unsigned long long>(s.idle_cycles), static_cast<unsigned long long>(s.sleeps));
+        std::printf(
+            "%6u %4u %6u %12llu %12llu %12llu %8llu %14llu %7llu\n", unsigned{s.worker}, unsigned{s.cpu},
+            unsigned{s.numa_region}, static_cast<unsigned long long>(s.tasks_executed),
+            static_cast<unsigned long long>(s.spawned_local),
+            static_cast<unsigned long long>(s.spawned_remote),
+            static_cast<unsigned long long>(s.allocator_refills),
+            static_cast<unsigned long long>(s.idle_cycles), static_cast<unsigned long long>(s.sleeps));
     }
     return 0;
 }

@@ -27,6 +27,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../support/csv_writer.h"
 #include "allocators.h"
 #include "common.h"
 
@@ -88,39 +89,6 @@ double percentile(std::vector<double> values, double p) {
     const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
     return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
-
-class CsvWriter {
-public:
-    CsvWriter(const std::string &path, bool append) {
-        const std::filesystem::path file{path};
-        if (file.has_parent_path()) {
-            std::error_code error;
-            std::filesystem::create_directories(file.parent_path(), error);
-        }
-        const bool header =
-            !append || !std::filesystem::exists(file) || std::filesystem::file_size(file) == 0;
-        _out.open(path, append ? std::ios::app : std::ios::trunc);
-        if (!_out) {
-            throw std::runtime_error{"cannot open CSV file '" + path +
-                                     "' for writing: " + std::strerror(errno)};
-        }
-        if (header) {
-            _out << "benchmark,variant,workers,metric,value,unit,repetitions\n";
-        }
-    }
-
-    void row(const std::string &benchmark, const std::string &variant, unsigned workers,
-             const std::string &metric, double value, const std::string &unit, std::size_t repetitions) {
-        char number[64];
-        std::snprintf(number, sizeof(number), "%.9g", value);
-        _out << benchmark << ',' << variant << ',' << workers << ',' << metric << ',' << number << ',' << unit
-             << ',' << repetitions << '\n';
-        _out.flush();
-    }
-
-private:
-    std::ofstream _out;
-};
 
 /// CPU time used by other processes while a benchmark ran: all CPUs' busy time from /proc/stat
 /// minus this process's CPU time. Granularity is one clock tick (usually 10 ms) per CPU.

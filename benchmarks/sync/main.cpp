@@ -23,6 +23,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../support/csv_writer.h"
 #include "common.h"
 
 namespace mx::bench::sync {
@@ -66,38 +67,6 @@ double median(std::vector<double> values) {
 
 /// Lets spinning workers and threads of the previous run go idle before the next is timed.
 void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }
-
-class CsvWriter {
-public:
-    CsvWriter(const std::string &path, bool append) {
-        const std::filesystem::path file{path};
-        if (file.has_parent_path()) {
-            std::error_code error;
-            std::filesystem::create_directories(file.parent_path(), error);
-        }
-        const bool header =
-            !append || !std::filesystem::exists(file) || std::filesystem::file_size(file) == 0;
-        _out.open(path, append ? std::ios::app : std::ios::trunc);
-        if (!_out) {
-            throw std::runtime_error{"cannot open CSV file '" + path +
-                                     "' for writing: " + std::strerror(errno)};
-        }
-        if (header) {
-            _out << "benchmark,variant,workers,metric,value,unit,repetitions\n";
-        }
-    }
-    void row(const std::string &benchmark, const std::string &variant, unsigned workers,
-             const std::string &metric, double value, const std::string &unit, std::size_t repetitions) {
-        char number[64];
-        std::snprintf(number, sizeof(number), "%.9g", value);
-        _out << benchmark << ',' << variant << ',' << workers << ',' << metric << ',' << number << ',' << unit
-             << ',' << repetitions << '\n';
-        _out.flush();
-    }
-
-private:
-    std::ofstream _out;
-};
 
 struct Options {
     std::vector<unsigned> workers{1, 2};
@@ -380,7 +349,7 @@ int main(int argc, char **argv) {
     CLI11_PARSE(app, argc, argv);
 
     try {
-        CsvWriter csv{options.csv, options.append};
+        mx::bench::CsvWriter csv{options.csv, options.append};
         const double hz = tsc_hz();
         csv.row("sync", "all", 0, "tsc_hz", hz, "Hz", 1);
         if (!options.quiet) {

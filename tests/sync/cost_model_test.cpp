@@ -338,7 +338,10 @@ TEST(Latches, OptimisticVersionSeqlockNeverValidatesATornRead) {
     }
     for (int t = 0; t < 2; ++t) {
         threads.emplace_back([&] {
-            while (!done.load(std::memory_order_acquire)) {
+            // Each reader validates at least once (once the writers are done the version is
+            // stable), so a reader thread that starts late still checks something.
+            bool mine = false;
+            while (!done.load(std::memory_order_acquire) || !mine) {
                 const std::uint64_t v = version.read_begin();
                 if (v % 2 != 0) {
                     continue;
@@ -346,6 +349,7 @@ TEST(Latches, OptimisticVersionSeqlockNeverValidatesATornRead) {
                 const std::uint64_t x = a.load(std::memory_order_relaxed);
                 const std::uint64_t y = b.load(std::memory_order_relaxed);
                 if (version.validate(v)) {
+                    mine = true;
                     validated.fetch_add(1, std::memory_order_relaxed);
                     if (x != y) {
                         torn.fetch_add(1, std::memory_order_relaxed);

@@ -92,8 +92,8 @@ FreeBlock *TaskAllocator::refill(std::uint8_t size_class) noexcept {
     const RegionHeap::Batch batch = _heap->take(size_class, _batch);
     _lists[size_class] = batch.head;
     _counts[size_class].store(batch.count, std::memory_order_relaxed);
-    bump(_refills);
-    _obtained.store(_obtained.load(std::memory_order_relaxed) + batch.count, std::memory_order_relaxed);
+    util::bump(_refills);
+    util::bump(_obtained, batch.count);
     return batch.head;
 }
 
@@ -113,7 +113,7 @@ void TaskAllocator::give_back(std::uint8_t size_class) noexcept {
     keep_tail->next = nullptr;
     _heap->give_back(size_class, head, tail, count);
     _counts[size_class].store(_batch, std::memory_order_relaxed);
-    _given_back.store(_given_back.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
+    util::bump(_given_back, count);
 }
 
 std::int64_t TaskAllocator::held() const noexcept {
@@ -140,7 +140,7 @@ void TaskAllocator::flush() noexcept {
         _heap->give_back(c, head, tail, count);
         _lists[c] = nullptr;
         _counts[c].store(0, std::memory_order_relaxed);
-        _given_back.store(_given_back.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
+        util::bump(_given_back, count);
     }
 }
 

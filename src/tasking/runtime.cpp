@@ -305,7 +305,7 @@ void Worker::execute(Task &task) noexcept {
         count_spawn(task);
         _running = nullptr;
         _pool.push_local(task);
-        bump(_shared.completed[epoch], std::memory_order_release);
+        bump(_shared.completed[epoch], 1, std::memory_order_release);
         return;
     }
     if (result.action() == TaskResult::Action::suspend) [[unlikely]] {
@@ -331,7 +331,7 @@ void Worker::complete(Task &task, const TaskResult &result) noexcept {
     }
     _running = nullptr;
     // Release: a thread that sees this count also sees every spawn above (wait(), reclamation).
-    bump(_shared.completed[epoch], std::memory_order_release);
+    bump(_shared.completed[epoch], 1, std::memory_order_release);
     if (++_tasks_since_epoch_check >= _epoch_check_tasks) [[unlikely]] {
         epoch_duties();
     }
@@ -516,9 +516,7 @@ void Worker::idle() noexcept {
             system::pause();
         }
     }
-    _shared.idle_cycles.store(_shared.idle_cycles.load(std::memory_order_relaxed) +
-                                  (system::cycles() - start),
-                              std::memory_order_relaxed);
+    bump(_shared.idle_cycles, system::cycles() - start);
 }
 
 void Worker::sleep() noexcept {
@@ -558,7 +556,7 @@ void Worker::drain() noexcept {
         if (task->is_runtime_owned()) {
             destroy(*task);
         }
-        bump(_shared.completed[epoch], std::memory_order_release);
+        bump(_shared.completed[epoch], 1, std::memory_order_release);
     };
     for (; _buffer_position < _buffer_size; ++_buffer_position) {
         discard(_buffer[_buffer_position]);
@@ -609,14 +607,11 @@ void Worker::epoch_duties() noexcept {
 
 void Worker::reclaim_now() noexcept {
     _reclaim_pending = false;
-    const std::uint64_t global = _core->global_epoch();
+    const std::uint64_t below = _core->reclaimable_below();
     std::size_t kept = 0;
     for (std::size_t i = 0; i < _retired.size(); ++i) {
         const Retired &entry = _retired[i];
-        // Safe once the epoch moved past the retire epoch and no task stamped with the retire
-        // epoch or an older one still in the buckets is in flight.
-        const std::uint64_t oldest = global >= epoch_buckets - 1 ? global - (epoch_buckets - 1) : 0;
-        if (entry.epoch < global && _core->epochs_drained(oldest, entry.epoch)) {
+        if (entry.epoch < below) {
             entry.deleter(entry.object);
             bump(_shared.reclaimed);
         } else {
@@ -761,47 +756,46 @@ void RuntimeCore::notify_idle() noexcept {
     }
 }
 
-bool RuntimeCore::bucket_drained(std::uint32_t bucket) const noexcept {
+bool RuntimeCore::drained(std::uint32_t buckets) const noexcept {
     // Completed counts first, then spawned: a task whose completion we count had its spawn
-    // counted before (release/acquire through the queue and the counters), so equal sums mean
-    // no task of the bucket was queued or running at the moment between the two passes.
+    // counted before (release/acquire through the queue and the counters), so per bucket
+    // completed <= spawned, and equal sums mean no task of these buckets was queued or running
+    // at the moment between the two passes.
     std::uint64_t completed = 0;
-    for (const auto &worker : _workers) {
-        completed += worker->completed(bucket);
-    }
-    std::uint64_t spawned = _external_spawned[bucket].load(std::memory_order_acquire);
-    for (const auto &worker : _workers) {
-        spawned += worker->spawned(bucket);
-    }
-    return completed == spawned;
-}
-
-bool RuntimeCore::quiescent() const noexcept {
-    std::uint64_t completed = 0;
-    for (const auto &worker : _workers) {
-        for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
-            completed += worker->completed(b);
-        }
-    }
     std::uint64_t spawned = 0;
-    for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
-        spawned += _external_spawned[b].load(std::memory_order_acquire);
-    }
     for (const auto &worker : _workers) {
         for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
-            spawned += worker->spawned(b);
+            if ((buckets >> b & 1U) != 0) {
+                completed += worker->completed(b);
+            }
+        }
+    }
+    for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
+        if ((buckets >> b & 1U) != 0) {
+            spawned += _external_spawned[b].load(std::memory_order_acquire);
+            for (const auto &worker : _workers) {
+                spawned += worker->spawned(b);
+            }
         }
     }
     return completed == spawned;
 }
 
-bool RuntimeCore::epochs_drained(std::uint64_t from, std::uint64_t to) const noexcept {
-    for (std::uint64_t epoch = from; epoch <= to; ++epoch) {
-        if (!bucket_drained(static_cast<std::uint32_t>(epoch % epoch_buckets))) {
-            return false;
+std::uint64_t RuntimeCore::reclaimable_below() const noexcept {
+    // Tasks in flight carry stamps in [global - 3, global]. Walk up from the oldest: an object
+    // retired in epoch g is safe when g < global and the buckets of [global - 3, g] are empty.
+    const std::uint64_t global = global_epoch();
+    const std::uint64_t oldest = global >= epoch_buckets - 1 ? global - (epoch_buckets - 1) : 0;
+    std::uint32_t buckets = 0;
+    std::uint64_t below = oldest;
+    for (std::uint64_t epoch = oldest; epoch < global; ++epoch) {
+        buckets |= 1U << (epoch % epoch_buckets);
+        if (!drained(buckets)) {
+            break;
         }
+        below = epoch + 1;
     }
-    return true;
+    return below;
 }
 
 void RuntimeCore::try_advance_epoch() noexcept {
@@ -818,7 +812,7 @@ void RuntimeCore::try_advance_epoch() noexcept {
     }
     const std::uint64_t epoch = _global_epoch.load(std::memory_order_acquire);
     // The next epoch reuses the bucket of epoch - 3: it must be empty first.
-    if (bucket_drained(static_cast<std::uint32_t>((epoch + 1) % epoch_buckets))) {
+    if (drained(1U << ((epoch + 1) % epoch_buckets))) {
         _global_epoch.store(epoch + 1, std::memory_order_seq_cst);
     }
 }
@@ -844,11 +838,10 @@ void RuntimeCore::reclaim_external() noexcept {
         if (_external_retired.empty()) {
             return;
         }
-        const std::uint64_t global = global_epoch();
-        const std::uint64_t oldest = global >= epoch_buckets - 1 ? global - (epoch_buckets - 1) : 0;
+        const std::uint64_t below = reclaimable_below();
         std::size_t kept = 0;
         for (const Retired &entry : _external_retired) {
-            if (entry.epoch < global && epochs_drained(oldest, entry.epoch)) {
+            if (entry.epoch < below) {
                 ready.push_back(entry);
             } else {
                 _external_retired[kept++] = entry;
@@ -994,7 +987,7 @@ void RuntimeCore::spawn_external(Task &task) noexcept {
         squad->push(task);
         return;
     }
-    std::uint16_t target = task.target_worker();
+    std::uint16_t target = routed_to_owner(task) ? worker_of(task.resource()) : task.target_worker();
     if (target == any_worker) {
         const std::uint32_t ticket = _next_external_worker.fetch_add(1, std::memory_order_relaxed);
         if (task.target_region() == any_region) {
@@ -1005,9 +998,6 @@ void RuntimeCore::spawn_external(Task &task) noexcept {
             const auto &workers = _regions[task.target_region()];
             target = workers[ticket % workers.size()];
         }
-    }
-    if (routed_to_owner(task)) {
-        target = worker_of(task.resource());
     }
     MX_ASSERT(target < _workers.size(), "task annotated with a worker the runtime does not have");
     const auto epoch = static_cast<std::uint8_t>(_reclamation ? global_epoch() % epoch_buckets : 0);
@@ -1028,15 +1018,9 @@ void RuntimeCore::free_external(void *memory, std::uint8_t size_class) noexcept 
 }
 
 void RuntimeCore::destroy_external(Task &task) noexcept {
-    MX_ASSERT(task.is_runtime_owned(), "delete_task() on a task the runtime did not allocate");
-    const std::uint8_t size_class = size_class_of(task);
-    task.~Task();
-    if (size_class == memory::oversized_class) {
-        ::operator delete(static_cast<void *>(&task), std::align_val_t{system::cache_line_size});
-        count_oversized(-1);
-    } else {
-        free_external(&task, size_class);
-    }
+    destroy_task(*this, task, [this](void *memory, std::uint8_t size_class) noexcept {
+        free_external(memory, size_class);
+    });
 }
 
 std::uint64_t RuntimeCore::live_tasks() const noexcept {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mx/system/cpu.h"
+#include "mx/util/single_writer.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MX_ASAN 1
@@ -134,10 +135,6 @@ private:
     FreeBlock *refill(std::uint8_t size_class) noexcept;
     void give_back(std::uint8_t size_class) noexcept;
 
-    static void bump(std::atomic<std::uint64_t> &counter) noexcept {
-        // Single writer: a plain add, no locked instruction.
-        counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    }
     static void poison([[maybe_unused]] FreeBlock *block, [[maybe_unused]] std::uint8_t size_class) noexcept {
 #if defined(MX_ASAN)
         // Keep the link word readable; the rest of a free block is off limits (use-after-free).

@@ -23,6 +23,7 @@
 #include "mx/tasking/resource.h"
 #include "mx/tasking/squad.h"
 #include "mx/tasking/task.h"
+#include "mx/util/single_writer.h"
 
 namespace mx::tasking::detail {
 
@@ -99,11 +100,7 @@ private:
     std::unique_ptr<Remote[]> _remote;           // pushed by anyone, popped by the owner
 };
 
-inline void bump(std::atomic<std::uint64_t> &counter,
-                 std::memory_order order = std::memory_order_relaxed) noexcept {
-    // Single writer: a plain increment, no locked instruction.
-    counter.store(counter.load(std::memory_order_relaxed) + 1, order);
-}
+using util::bump;
 
 /// Tasks are stamped with the global epoch (mod epoch_buckets) when dispatched; per-bucket
 /// spawned/completed counters tell when no task of an epoch is in flight any more.
@@ -330,8 +327,10 @@ public:
     }
     /// Advances the global epoch if the interval passed and the oldest bucket is free.
     void try_advance_epoch() noexcept;
-    /// True when no task stamped with an epoch in [from, to] is in flight.
-    [[nodiscard]] bool epochs_drained(std::uint64_t from, std::uint64_t to) const noexcept;
+    /// Objects retired in an epoch below this one can be freed: the global epoch moved past
+    /// them and no task stamped with any epoch up to theirs is in flight. Computed once per
+    /// reclamation pass.
+    [[nodiscard]] std::uint64_t reclaimable_below() const noexcept;
     /// Frees externally retired objects that are safe (called by workers' reclamation).
     void reclaim_external() noexcept;
     /// Whether objects retired from outside the workers wait for reclamation.
@@ -340,8 +339,9 @@ public:
     }
 
 private:
-    [[nodiscard]] bool quiescent() const noexcept;
-    [[nodiscard]] bool bucket_drained(std::uint32_t bucket) const noexcept;
+    /// True when no task stamped into any bucket of `buckets` (a bit mask) is in flight.
+    [[nodiscard]] bool drained(std::uint32_t buckets) const noexcept;
+    [[nodiscard]] bool quiescent() const noexcept { return drained((1U << epoch_buckets) - 1U); }
 
     system::Topology _topology;
     std::vector<std::unique_ptr<memory::RegionHeap>> _heaps; // one per region
@@ -423,16 +423,26 @@ inline void Worker::spawn(Task &task) noexcept {
     spawn_routed(task);
 }
 
-inline void Worker::destroy(Task &task) noexcept {
-    MX_ASSERT(task.is_runtime_owned(), "TaskResult::remove() from a task the runtime did not allocate");
+/// Destroys a runtime-owned task and returns its memory through `free(memory, size_class)` (or
+/// aligned delete for oversized tasks); the counterpart of construct_task.
+template <class Free>
+void destroy_task(RuntimeCore &core, Task &task, Free &&free) noexcept {
+    MX_ASSERT(task.is_runtime_owned(),
+              "a task the runtime did not allocate cannot be removed or deleted by it");
     const std::uint8_t size_class = RuntimeCore::size_class_of(task);
     task.~Task();
     if (size_class != memory::oversized_class) [[likely]] {
-        _allocator.free(&task, size_class);
+        free(static_cast<void *>(&task), size_class);
     } else {
         ::operator delete(static_cast<void *>(&task), std::align_val_t{system::cache_line_size});
-        _core->count_oversized(-1);
+        core.count_oversized(-1);
     }
+}
+
+inline void Worker::destroy(Task &task) noexcept {
+    destroy_task(*_core, task, [this](void *memory, std::uint8_t size_class) noexcept {
+        _allocator.free(memory, size_class);
+    });
 }
 
 /// Allocates (through `allocate(size_class)`, or aligned new for oversized tasks) and constructs a

@@ -104,6 +104,13 @@ def value_of(rows, benchmark, variant, workers, metric):
     return None
 
 
+def missing_driver(ctx, suite, driver, targets):
+    """A suite whose driver was not built: every target says so instead of getting a value."""
+    for target in targets:
+        target.note = f"{driver} not found under {ctx.build_dir}"
+    return suite, [], targets
+
+
 # ---- runtime core ----------------------------------------------------------------------------
 
 PRELOADS = [("glibc", None),
@@ -121,9 +128,7 @@ def runtime_suite(ctx):
         "idle_cpu_percent": Target("idle_cpu_percent", None, "percent_of_one_core", "< 1"),
     }
     if driver is None:
-        for target in targets.values():
-            target.note = f"mx_bench_runtime not found under {ctx.build_dir}"
-        return "runtime", [], list(targets.values())
+        return missing_driver(ctx, "runtime", "mx_bench_runtime", list(targets.values()))
 
     reps = "5"
     if ctx.quick:
@@ -282,9 +287,7 @@ def sync_suite(ctx):
         "ebmr_overhead_percent": Target("ebmr_overhead_percent", None, "percent", "< 5"),
     }
     if driver is None:
-        for target in targets.values():
-            target.note = f"mx_bench_sync not found under {ctx.build_dir}"
-        return "sync", [], list(targets.values())
+        return missing_driver(ctx, "sync", "mx_bench_sync", list(targets.values()))
     objects = "1,1000,1000000"
     ops = "100000" if ctx.quick else "300000"
     print("  sync: contention sweep (K = 1, 1K, 1M; reads 0/50/95/100 %; every primitive) ...", flush=True)
@@ -355,9 +358,7 @@ def blinktree_suite(ctx):
     driver = ctx.binary("ycsb/mx_bench_ycsb")
     targets = [Target(name, None, "ratio", goal) for name, goal in BLINKTREE_TARGETS]
     if driver is None:
-        for target in targets:
-            target.note = f"mx_bench_ycsb not found under {ctx.build_dir}"
-        return "blinktree", [], targets
+        return missing_driver(ctx, "blinktree", "mx_bench_ycsb", targets)
     keys = "500000" if ctx.quick else "2000000"
     print(f"  blinktree: YCSB load/A/C, {keys} keys and operations, zipf 0.99, 1 and 2 workers ...", flush=True)
     rows = ctx.run(driver, ["-n", keys, "-m", keys, "-w", "1,2", "-r", "3"], "blinktree.csv", timeout=900) or []
@@ -399,9 +400,7 @@ def bsearch_suite(ctx):
                Target("runtime_coro_vs_standalone", None, "ratio", ">= 0.87"),
                Target("annotated_prefetch_on_vs_off", None, "ratio", ">= 1.5")]
     if driver is None:
-        for target in targets:
-            target.note = f"mx_bench_bsearch not found under {ctx.build_dir}"
-        return "bsearch", [], targets
+        return missing_driver(ctx, "bsearch", "mx_bench_bsearch", targets)
     size = "1G" if ctx.quick else "4G"
     print(f"  bsearch: {size} sorted 32-bit integers, 2 MiB pages, 10 K lookups, G in 1,2,4,8,12,16 ...", flush=True)
     variants = "std,branchfree,gp,amac,coro,rt_coro,rt_annotated_off,rt_annotated_static,rt_annotated_dynamic"
@@ -471,9 +470,7 @@ def join_suite(ctx):
     targets = [Target("radix_partition_micro_vs_classic_11b", None, "ratio", ">= 1.15"),
                Target("radix_join_micro_vs_classic_11b", None, "ratio", ">= 1.0")]
     if driver is None:
-        for target in targets:
-            target.note = f"mx_bench_join not found under {ctx.build_dir}"
-        return "join", [], targets
+        return missing_driver(ctx, "join", "mx_bench_join", targets)
     build, probe = ("250000", "4000000") if ctx.quick else ("1000000", "16000000")
     print(f"  join: build {build} / probe {probe} tuples, radix bits 6-14, 1 and 2 workers ...", flush=True)
     rows = ctx.run(driver, ["--build", build, "--probe", probe, "--min-bits", "6", "--max-bits", "14",

@@ -29,13 +29,18 @@ std::uint32_t measure_switch_cycles() noexcept {
 
 } // namespace
 
+std::uint16_t coroutine_group_size(double stall_cycles, double switch_cycles,
+                                   double compute_cycles) noexcept {
+    const double work = std::max(compute_cycles + switch_cycles, 1.0);
+    const double g = std::ceil(std::max(0.0, stall_cycles - switch_cycles) / work) + 1.0;
+    return static_cast<std::uint16_t>(std::clamp(g, 1.0, 16.0));
+}
+
 std::uint16_t default_coroutine_group_size() noexcept {
     static const std::uint16_t group = [] {
-        const double stall = system::load_latency_cycles();
         const double switch_cost = measure_switch_cycles();
-        const double compute = switch_cost; // a search step costs about as much as a switch
-        const double g = std::ceil(std::max(0.0, stall - switch_cost) / (compute + switch_cost)) + 1.0;
-        return static_cast<std::uint16_t>(std::clamp(g, 1.0, 16.0));
+        // A search step costs about as much as a switch.
+        return coroutine_group_size(system::load_latency_cycles(), switch_cost, switch_cost);
     }();
     return group;
 }

@@ -187,10 +187,15 @@ TEST(CoroutineTask, StopDestroysParkedTasks) {
     EXPECT_EQ(runtime.live_tasks(), 0U);
 }
 
-TEST(CoroutineTask, DefaultGroupSizeFromModelIsSane) {
-    const std::uint16_t group = mx::tasking::default_coroutine_group_size();
-    EXPECT_GE(group, 1);
-    EXPECT_LE(group, 16);
+TEST(CoroutineTask, GroupSizeFollowsTheModel) {
+    using mx::tasking::coroutine_group_size;
+    // G = ceil((stall - switch) / (compute + switch)) + 1
+    EXPECT_EQ(coroutine_group_size(50, 10, 10), 3);    // ceil(40 / 20) + 1
+    EXPECT_EQ(coroutine_group_size(101, 10, 20), 5);   // ceil(91 / 30) + 1
+    EXPECT_EQ(coroutine_group_size(5, 10, 10), 1);     // no stall to hide: no interleaving
+    EXPECT_EQ(coroutine_group_size(3000, 10, 10), 16); // clamped to the outstanding-miss limit
+    const std::uint16_t measured = mx::tasking::default_coroutine_group_size();
+    EXPECT_EQ(mx::tasking::default_coroutine_group_size(), measured) << "measured once per process";
 }
 
 } // namespace

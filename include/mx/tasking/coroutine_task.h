@@ -57,4 +57,7 @@ private:
 /// coroutine switch and T_compute assumed equal to T_switch (a binary-search step). Measured once.
 std::uint16_t default_coroutine_group_size() noexcept;
 
+/// The model itself: G = ceil((stall - switch) / (compute + switch)) + 1, clamped to [1, 16].
+std::uint16_t coroutine_group_size(double stall_cycles, double switch_cycles, double compute_cycles) noexcept;
+
 } // namespace mx::tasking

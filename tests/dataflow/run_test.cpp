@@ -1,0 +1,792 @@
+// Running operator graphs on every runtime shape (1, 2, 4, 8 workers; simulated NUMA regions):
+// chains, diamonds, fan-out, many pipelines at once, dependencies, finalize parts and merge
+// trees, finalize emitting to other workers, empty inputs, cancellation, concurrent and repeated
+// runs, and random graphs checked against an oracle.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <mx/dataflow/graph.h>
+#include <mx/tasking/runtime.h>
+
+#include "support/runtime_fixture.h"
+#include "test_nodes.h"
+
+namespace {
+
+using mx::dataflow::CancelToken;
+using mx::dataflow::DispatchTarget;
+using mx::dataflow::FlowContext;
+using mx::dataflow::Graph;
+using mx::dataflow::Node;
+using mx::dataflow::NodeId;
+using mx::dataflow::RunHandle;
+using mx::dataflow::RunResult;
+using mx::dataflow::Token;
+using mx::test::scaled;
+using mx::test::dataflow::Op;
+using mx::test::dataflow::OpConfig;
+using mx::test::dataflow::Send;
+
+class DataflowRun : public mx::test::RuntimeFixture {};
+
+std::uint64_t triangle(std::uint64_t n) { return n * (n + 1) / 2; }
+
+/// prefix + number, without operator+ on strings (GCC 12 -O2 warns falsely on that, -Wrestrict).
+template <class Number>
+std::string named(const char *prefix, Number number) {
+    std::string name{prefix};
+    name.append(std::to_string(number));
+    return name;
+}
+
+/// What every Op of a graph must have seen, computed from the graph alone.
+struct Expected {
+    std::uint64_t count{0};
+    std::uint64_t sum{0};
+};
+
+std::vector<Expected> oracle(const Graph &graph) {
+    const auto size = static_cast<NodeId>(graph.size());
+    std::vector<Expected> in(size);
+    std::vector<Expected> out(size);
+    for (const auto &pipeline : graph.pipelines()) {
+        for (const NodeId id : pipeline.nodes) {
+            const auto &op = static_cast<const Op &>(graph.node(id));
+            const OpConfig &config = op.config();
+            Expected received{};
+            for (const NodeId previous : graph.predecessors(id)) {
+                received.count += out[previous].count;
+                received.sum += out[previous].sum;
+            }
+            Expected emitted{};
+            if (graph.predecessors(id).empty()) {
+                const bool dispatched = config.source_send == Send::dispatch_any ||
+                                        config.source_send == Send::dispatch_worker ||
+                                        config.source_send == Send::dispatch_region;
+                if (dispatched) {
+                    received.count += config.source_tokens;
+                    received.sum += triangle(config.source_tokens);
+                } else {
+                    emitted.count += config.source_tokens;
+                    emitted.sum += triangle(config.source_tokens);
+                }
+            }
+            if (config.forward) {
+                emitted.count += received.count;
+                emitted.sum += received.sum + received.count * config.add;
+            }
+            if (config.finalize_send != Send::none) {
+                emitted.count += config.finalize_tokens;
+                emitted.sum += std::uint64_t{config.finalize_tokens} * config.finalize_value;
+            }
+            in[id] = received;
+            out[id] = emitted;
+        }
+    }
+    return in;
+}
+
+/// Checks every Op against the oracle and the ordering rules: finalize once, after every
+/// consume, after every data predecessor's finalize, and sources started after dependencies.
+void check_graph(const Graph &graph, const RunResult &result) {
+    ASSERT_TRUE(result.ok) << result.error;
+    const std::vector<Expected> expected = oracle(graph);
+    for (NodeId id = 0; id < graph.size(); ++id) {
+        const auto &op = static_cast<const Op &>(graph.node(id));
+        EXPECT_EQ(op.finalize_calls, 1U) << op.name();
+        EXPECT_EQ(op.final_count, expected[id].count) << op.name() << ": finalize saw a different count";
+        EXPECT_EQ(op.final_sum, expected[id].sum) << op.name() << ": finalize saw a different sum";
+        EXPECT_EQ(op.late.load(), 0U) << op.name() << ": consume tasks ran after finalize";
+        EXPECT_EQ(op.bad_merges.load(), 0U) << op.name() << ": finalize parts / merge tree out of order";
+        for (const NodeId previous : graph.predecessors(id)) {
+            EXPECT_GT(op.finalized_at, static_cast<const Op &>(graph.node(previous)).finalized_at)
+                << op.name() << " finalized before its predecessor";
+        }
+    }
+    for (const auto &pipeline : graph.pipelines()) {
+        for (const NodeId before : pipeline.depends_on) {
+            for (const NodeId source : pipeline.sources) {
+                EXPECT_GT(static_cast<const Op &>(graph.node(source)).started_at,
+                          static_cast<const Op &>(graph.node(before)).finalized_at)
+                    << "pipeline " << pipeline.id << " started before its dependency completed";
+            }
+        }
+    }
+    EXPECT_EQ(result.pipelines.size(), graph.pipelines().size());
+}
+
+Op &source(Graph &graph, std::string name, std::uint64_t tokens, Send send = Send::dispatch_any) {
+    return graph.add<Op>(std::move(name), OpConfig{.source_tokens = tokens, .source_send = send});
+}
+
+TEST_P(DataflowRun, ChainSumsMatchTheFormula) {
+    for (const Send send : {Send::dispatch_any, Send::dispatch_worker, Send::dispatch_region,
+                            Send::emit_local, Send::emit_worker, Send::emit_region, Send::emit_any}) {
+        Graph graph;
+        const std::uint64_t n = scaled(2000);
+        auto &scan = source(graph, "scan", n, send);
+        auto &map = graph.add<Op>("map", OpConfig{.add = 3, .spin = 50});
+        auto &sum = graph.add<Op>("sum", OpConfig{.forward = false});
+        graph.connect(scan, map);
+        graph.connect(map, sum);
+        check_graph(graph, mx::dataflow::run(runtime(), graph));
+        EXPECT_EQ(sum.final_count, n);
+        EXPECT_EQ(sum.final_sum, triangle(n) + 3 * n) << "send mode " << static_cast<int>(send);
+    }
+}
+
+TEST_P(DataflowRun, DiamondJoinsBothBranches) {
+    Graph graph;
+    const std::uint64_t n = scaled(1500);
+    auto &scan = source(graph, "scan", n, Send::dispatch_worker);
+    // The left branch also emits from finalize: those tokens must reach the join before its
+    // barrier round, which starts only after BOTH branches completed.
+    auto &left = graph.add<Op>(
+        "left", OpConfig{.add = 1, .spin = 200, .finalize_tokens = 64, .finalize_send = Send::emit_worker});
+    auto &right = graph.add<Op>("right", OpConfig{.add = 2});
+    auto &join = graph.add<Op>("join", OpConfig{.forward = false, .use_parts = true});
+    graph.connect(scan, left);
+    graph.connect(scan, right);
+    graph.connect(left, join);
+    graph.connect(right, join);
+    check_graph(graph, mx::dataflow::run(runtime(), graph));
+    EXPECT_EQ(join.final_count, 2 * n + 64);
+    EXPECT_EQ(join.final_sum, 2 * triangle(n) + 3 * n + 64 * 1000);
+}
+
+TEST_P(DataflowRun, FanOutDeliversEveryTokenToEverySuccessor) {
+    Graph graph;
+    const std::uint64_t n = scaled(1000);
+    auto &scan = source(graph, "scan", n, Send::dispatch_region);
+    std::vector<Op *> sinks;
+    for (int i = 0; i < 4; ++i) {
+        sinks.push_back(&graph.add<Op>(named("sink", i), OpConfig{.forward = false}));
+        graph.connect(scan, *sinks.back());
+    }
+    check_graph(graph, mx::dataflow::run(runtime(), graph));
+    for (const Op *sink : sinks) {
+        EXPECT_EQ(sink->final_sum, triangle(n));
+    }
+}
+
+TEST_P(DataflowRun, ManyIndependentPipelinesRunAtOnce) {
+    Graph graph;
+    constexpr int pipelines = 50;
+    const std::uint64_t n = scaled(200, 4);
+    for (int p = 0; p < pipelines; ++p) {
+        auto &scan = source(graph, named("scan", p), n + static_cast<std::uint64_t>(p));
+        auto &sum =
+            graph.add<Op>(named("sum", p), OpConfig{.add = static_cast<std::uint64_t>(p), .forward = false});
+        graph.connect(scan, sum);
+    }
+    const RunResult result = mx::dataflow::run(runtime(), graph);
+    check_graph(graph, result);
+    ASSERT_EQ(result.pipelines.size(), static_cast<std::size_t>(pipelines));
+    for (const auto &timing : result.pipelines) {
+        EXPECT_LE(timing.started, timing.finished);
+        EXPECT_LE(timing.finished, result.elapsed);
+    }
+}
+
+/// Build side of a hash join: collects keys worker-locally, merges them into one table in
+/// finalize. Probe side: looks every key up; the table is a plain map, so a probe that ran
+/// before the build's finalize would miss keys (and TSan would report the race).
+class Build final : public Node {
+public:
+    Build() : Node("build") {}
+    void prepare(std::uint16_t workers, std::uint16_t /*regions*/) override {
+        _local.assign(workers, {});
+        table.clear();
+        done.store(false);
+    }
+    void consume(FlowContext &context, Token token) noexcept override {
+        _local[context.worker_id()].push_back(token.value);
+    }
+    void finalize(FlowContext & /*context*/) noexcept override {
+        for (const auto &keys : _local) {
+            for (const std::uint64_t key : keys) {
+                table.emplace(key, key * 7);
+            }
+        }
+        done.store(true, std::memory_order_relaxed);
+    }
+    std::unordered_map<std::uint64_t, std::uint64_t> table; // written by finalize only
+    std::atomic<bool> done{false};
+
+private:
+    std::vector<std::vector<std::uint64_t>> _local; // per worker
+};
+
+class Probe final : public Node {
+public:
+    explicit Probe(const Build &build) : Node("probe"), _build(build) {}
+    void prepare(std::uint16_t workers, std::uint16_t /*regions*/) override {
+        _found.assign(workers, {});
+        early.store(0);
+    }
+    void consume(FlowContext &context, Token token) noexcept override {
+        if (!_build.done.load(std::memory_order_relaxed)) {
+            early.fetch_add(1);
+            return;
+        }
+        const auto it = _build.table.find(token.value);
+        if (it != _build.table.end()) {
+            _found[context.worker_id()].sum += it->second;
+            ++_found[context.worker_id()].count;
+        }
+    }
+    void finalize(FlowContext & /*context*/) noexcept override {
+        for (const auto &found : _found) {
+            matches += found.count;
+            sum += found.sum;
+        }
+    }
+    std::atomic<std::uint64_t> early{0};
+    std::uint64_t matches{0};
+    std::uint64_t sum{0};
+
+private:
+    const Build &_build;
+    std::vector<mx::test::dataflow::Partial> _found;
+};
+
+TEST_P(DataflowRun, ProbeSeesTheCompleteBuild) {
+    Graph graph;
+    const std::uint64_t build_keys = scaled(3000);
+    const std::uint64_t probe_keys = scaled(4000);
+    // Make the build slow (spinning scan) so a probe started too early would notice.
+    auto &scan_r = graph.add<Op>("scan_r", OpConfig{.source_tokens = build_keys, .spin = 100});
+    auto &build = graph.add<Build>();
+    auto &scan_s = source(graph, "scan_s", probe_keys);
+    auto &probe = graph.add<Probe>(build);
+    graph.connect(scan_r, build);
+    graph.connect(scan_s, probe);
+    graph.depend(build, probe);
+    const RunResult result = mx::dataflow::run(runtime(), graph);
+    ASSERT_TRUE(result.ok) << result.error;
+    EXPECT_EQ(probe.early.load(), 0U) << "probe consumed before the build's finalize";
+    EXPECT_EQ(build.table.size(), build_keys);
+    const std::uint64_t common = std::min(build_keys, probe_keys);
+    EXPECT_EQ(probe.matches, common);
+    EXPECT_EQ(probe.sum, 7 * triangle(common));
+    ASSERT_EQ(result.pipelines.size(), 2U);
+    EXPECT_GE(result.pipelines[1].started, result.pipelines[0].finished)
+        << "the probe pipeline (1) started before the build pipeline (0) finished";
+}
+
+TEST_P(DataflowRun, DependencyChainsAndFanIn) {
+    // p0 -> p1 -> p3, p2 -> p3 (p3 waits for two pipelines), p4 independent.
+    Graph graph;
+    std::vector<Op *> sinks;
+    for (int p = 0; p < 5; ++p) {
+        auto &scan = source(graph, named("scan", p), scaled(300) + static_cast<std::uint64_t>(p));
+        sinks.push_back(&graph.add<Op>(named("sink", p), OpConfig{.forward = false, .use_parts = true}));
+        graph.connect(scan, *sinks.back());
+    }
+    graph.depend(*sinks[0], graph.node(2));
+    graph.depend(*sinks[1], graph.node(6));
+    graph.depend(*sinks[2], graph.node(6));
+    check_graph(graph, mx::dataflow::run(runtime(), graph));
+}
+
+TEST_P(DataflowRun, FinalizePartsAndMergeTree) {
+    Graph graph;
+    const std::uint64_t n = scaled(5000);
+    auto &scan = source(graph, "scan", n, Send::dispatch_worker);
+    auto &sum = graph.add<Op>("sum", OpConfig{.forward = false, .use_parts = true});
+    graph.connect(scan, sum);
+    check_graph(graph, mx::dataflow::run(runtime(), graph));
+    EXPECT_EQ(sum.final_sum, triangle(n));
+}
+
+/// A node whose merge tree has a given number of inputs (independent of the worker count), to
+/// cover odd shapes of the tree.
+class MergeCounter final : public Node {
+public:
+    explicit MergeCounter(std::uint32_t inputs) : Node("merge"), _inputs(inputs) {}
+    void prepare(std::uint16_t /*workers*/, std::uint16_t /*regions*/) override {
+        _values.assign(_inputs, 0);
+        _merges_into.assign(_inputs, 0);
+        _merged_away.assign(_inputs, 0);
+        for (std::uint32_t i = 0; i < _inputs; ++i) {
+            _values[i] = std::uint64_t{1} << (i % 60);
+        }
+        violations.store(0);
+    }
+    void consume(FlowContext & /*context*/, Token /*token*/) noexcept override {}
+    [[nodiscard]] std::uint32_t merge_inputs(std::uint16_t /*workers*/) const noexcept override {
+        return _inputs;
+    }
+    void merge(FlowContext &context, std::uint32_t into, std::uint32_t from) noexcept override {
+        if (_merges_into[from] != Op::expected_merges_into(from, _inputs) || _merged_away[from] != 0 ||
+            _merged_away[into] != 0 || context.worker_id() != into % context.worker_count()) {
+            violations.fetch_add(1);
+        }
+        _values[into] |= _values[from];
+        ++_merges_into[into];
+        ++_merged_away[from];
+    }
+    void finalize(FlowContext & /*context*/) noexcept override { result = _inputs == 0 ? 0 : _values[0]; }
+    std::atomic<std::uint64_t> violations{0};
+    std::uint64_t result{0};
+
+private:
+    std::uint32_t _inputs;
+    std::vector<std::uint64_t> _values;
+    std::vector<std::uint32_t> _merges_into;
+    std::vector<std::uint32_t> _merged_away;
+};
+
+TEST_P(DataflowRun, MergeTreesOfEveryShape) {
+    for (const std::uint32_t inputs : {0U, 1U, 2U, 3U, 5U, 7U, 8U, 13U, 33U}) {
+        Graph graph;
+        auto &merge = graph.add<MergeCounter>(inputs);
+        const RunResult result = mx::dataflow::run(runtime(), graph);
+        ASSERT_TRUE(result.ok) << result.error;
+        EXPECT_EQ(merge.violations.load(), 0U) << inputs << " inputs";
+        std::uint64_t expected = 0;
+        for (std::uint32_t i = 0; i < inputs; ++i) {
+            expected |= std::uint64_t{1} << (i % 60);
+        }
+        EXPECT_EQ(merge.result, expected) << inputs << " inputs";
+    }
+}
+
+/// Records on which worker each token ran; the token's value names the worker it was sent to.
+class WhereSink final : public Node {
+public:
+    WhereSink() : Node("where") {}
+    void prepare(std::uint16_t workers, std::uint16_t /*regions*/) override {
+        _counts.assign(workers, {});
+        misplaced.store(0);
+    }
+    void consume(FlowContext &context, Token token) noexcept override {
+        const auto target = static_cast<std::uint16_t>(token.value >> 32U);
+        if (target != context.worker_id()) {
+            misplaced.fetch_add(1);
+        }
+        ++_counts[context.worker_id()].count;
+        _counts[context.worker_id()].sum += token.value & 0xFFFFFFFFU;
+    }
+    void finalize(FlowContext & /*context*/) noexcept override {
+        for (const auto &slot : _counts) {
+            count += slot.count;
+            sum += slot.sum;
+        }
+    }
+    std::atomic<std::uint64_t> misplaced{0};
+    std::uint64_t count{0};
+    std::uint64_t sum{0};
+
+private:
+    std::vector<mx::test::dataflow::Partial> _counts;
+};
+
+/// Consumes nothing useful; its finalize emits `tokens` tokens round-robin to every worker.
+class Scatter final : public Node {
+public:
+    Scatter(std::string name, std::uint32_t tokens, std::uint16_t finalize_on)
+        : Node(std::move(name)), _tokens(tokens), _finalize_on(finalize_on) {}
+    void consume(FlowContext & /*context*/, Token /*token*/) noexcept override {}
+    // One part on a chosen worker, so that the two scatters finalize on different workers.
+    [[nodiscard]] std::uint32_t finalize_parts(std::uint16_t /*workers*/) const noexcept override {
+        return 1;
+    }
+    [[nodiscard]] std::uint16_t finalize_worker(std::uint32_t /*index*/,
+                                                std::uint16_t workers) const noexcept override {
+        return static_cast<std::uint16_t>(_finalize_on % workers);
+    }
+    void finalize_part(FlowContext &context, std::uint32_t /*part*/) noexcept override {
+        for (std::uint32_t i = 0; i < _tokens; ++i) {
+            const auto target = static_cast<std::uint16_t>(i % context.worker_count());
+            context.emit(Token{nullptr, (std::uint64_t{target} << 32U) | 1U}, DispatchTarget::worker(target));
+        }
+    }
+    void finalize(FlowContext &context) noexcept override {
+        for (std::uint32_t i = 0; i < _tokens; ++i) {
+            const auto target = static_cast<std::uint16_t>((i + 1) % context.worker_count());
+            context.emit(Token{nullptr, (std::uint64_t{target} << 32U) | 2U}, DispatchTarget::worker(target));
+        }
+    }
+
+private:
+    std::uint32_t _tokens;
+    std::uint16_t _finalize_on;
+};
+
+TEST_P(DataflowRun, FinalizeEmitsToOtherWorkersBeforeTheBarrier) {
+    // Two predecessors finalize on different workers and send tokens to every worker; the sink's
+    // barrier round starts from whichever finishes last. Every token must be consumed before the
+    // sink's finalize, on the worker it was sent to.
+    for (int round = 0; round < 5; ++round) {
+        Graph graph;
+        const std::uint32_t tokens = scaled(600, 4);
+        auto &a = graph.add<Scatter>("a", tokens, 0);
+        auto &b = graph.add<Scatter>("b", tokens, static_cast<std::uint16_t>(workers() - 1));
+        auto &sink = graph.add<WhereSink>();
+        graph.connect(a, sink);
+        graph.connect(b, sink);
+        const RunResult result = mx::dataflow::run(runtime(), graph);
+        ASSERT_TRUE(result.ok) << result.error;
+        EXPECT_EQ(sink.misplaced.load(), 0U);
+        EXPECT_EQ(sink.count, 4U * tokens) << "tokens emitted in finalize arrived after the barrier";
+        EXPECT_EQ(sink.sum, 2U * tokens * 3U);
+    }
+}
+
+TEST_P(DataflowRun, EmptyInputsStillComplete) {
+    Graph graph;
+    auto &scan = source(graph, "scan", 0);
+    auto &map = graph.add<Op>("map", OpConfig{.add = 1});
+    auto &sum = graph.add<Op>("sum", OpConfig{.forward = false, .use_parts = true});
+    auto &lonely = graph.add<Op>("lonely", OpConfig{}); // a source with no tokens, alone
+    graph.connect(scan, map);
+    graph.connect(map, sum);
+    graph.depend(sum, lonely);
+    check_graph(graph, mx::dataflow::run(runtime(), graph));
+    EXPECT_EQ(sum.final_count, 0U);
+
+    Graph nothing;
+    const RunResult result = mx::dataflow::run(runtime(), nothing);
+    EXPECT_TRUE(result.ok);
+    EXPECT_TRUE(result.pipelines.empty());
+}
+
+/// Fails the run at the k-th token (and again later: the first message wins).
+class Failing final : public Node {
+public:
+    explicit Failing(std::uint64_t at) : Node("failing"), _at(at) {}
+    void consume(FlowContext &context, Token token) noexcept override {
+        consumed.fetch_add(1);
+        if (token.value == _at) {
+            context.fail(named("token ", _at).append(" is bad"));
+            if (!context.cancelled()) {
+                not_cancelled.fetch_add(1);
+            }
+        } else if (token.value == _at + 1) {
+            context.fail("second error");
+        }
+        context.emit(token);
+    }
+    void discard(const Token & /*token*/) noexcept override { discarded.fetch_add(1); }
+    void finalize(FlowContext & /*context*/) noexcept override { finalized.store(true); }
+    std::atomic<std::uint64_t> consumed{0};
+    std::atomic<std::uint64_t> discarded{0};
+    std::atomic<std::uint64_t> not_cancelled{0};
+    std::atomic<bool> finalized{false};
+
+private:
+    std::uint64_t _at;
+};
+
+TEST_P(DataflowRun, FailCancelsTheRun) {
+    Graph graph;
+    const std::uint64_t n = scaled(4000);
+    // One worker gets all tokens in order, so the failure comes early and cuts the rest.
+    auto &scan = source(graph, "scan", n, Send::emit_local);
+    auto &failing = graph.add<Failing>(5);
+    auto &sum = graph.add<Op>("sum", OpConfig{.forward = false});
+    auto &later = source(graph, "later", 100);
+    graph.connect(scan, failing);
+    graph.connect(failing, sum);
+    graph.depend(sum, later);
+    const RunResult result = mx::dataflow::run(runtime(), graph);
+    EXPECT_FALSE(result.ok);
+    EXPECT_EQ(result.error, "token 5 is bad");
+    EXPECT_FALSE(failing.finalized.load()) << "finalize runs only in runs that were not cancelled";
+    EXPECT_EQ(sum.finalize_calls, 0U);
+    EXPECT_EQ(later.started_at, 0U) << "pipelines not started yet do not start once cancelled";
+    EXPECT_EQ(failing.not_cancelled.load(), 0U);
+    // All tokens queue in order on one worker: 1..5 are consumed, the rest skipped.
+    EXPECT_EQ(failing.consumed.load(), 5U) << "consume calls after the failure must be skipped";
+    EXPECT_EQ(failing.discarded.load(), n - 5U) << "every skipped token is handed to discard()";
+}
+
+/// Holds a worker until the run is cancelled; tells the test thread when it started.
+class Blocker final : public Node {
+public:
+    Blocker() : Node("blocker") {}
+    void consume(FlowContext &context, Token /*token*/) noexcept override {
+        consumed.fetch_add(1);
+        running.store(true, std::memory_order_release);
+        const auto deadline = std::chrono::steady_clock::now() + mx::test::patience;
+        while (!context.cancelled() && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::yield();
+        }
+    }
+    std::atomic<bool> running{false};
+    std::atomic<std::uint64_t> consumed{0};
+};
+
+TEST_P(DataflowRun, CancelFromAnotherThread) {
+    Graph graph;
+    const std::uint64_t n = 10000;
+    auto &scan = source(graph, "scan", n, Send::emit_local);
+    auto &blocker = graph.add<Blocker>();
+    graph.connect(scan, blocker);
+    CancelToken token;
+    RunHandle handle = mx::dataflow::start(runtime(), graph, {}, token);
+    ASSERT_TRUE(mx::test::eventually([&] { return blocker.running.load(std::memory_order_acquire); }));
+    EXPECT_FALSE(handle.done());
+    handle.cancel("interrupted");
+    token.cancel("too late: the first reason wins");
+    const RunResult result = handle.wait();
+    EXPECT_FALSE(result.ok);
+    EXPECT_EQ(result.error, "interrupted");
+    EXPECT_TRUE(handle.done());
+    // Every token queues on one worker behind the blocking one: none runs after the cancel.
+    EXPECT_EQ(blocker.consumed.load(), 1U) << "consume kept running after cancel";
+}
+
+TEST_P(DataflowRun, RepeatedRunsOfOneGraph) {
+    Graph graph;
+    const std::uint64_t n = scaled(500);
+    auto &scan = source(graph, "scan", n, Send::dispatch_worker);
+    auto &map =
+        graph.add<Op>("map", OpConfig{.add = 2, .finalize_tokens = 3, .finalize_send = Send::emit_any});
+    auto &sum = graph.add<Op>("sum", OpConfig{.forward = false, .use_parts = true});
+    graph.connect(scan, map);
+    graph.connect(map, sum);
+    for (int i = 0; i < 20; ++i) {
+        check_graph(graph, mx::dataflow::run(runtime(), graph));
+        ASSERT_EQ(sum.final_sum, triangle(n) + 2 * n + 3000) << "run " << i;
+        EXPECT_FALSE(graph.running());
+    }
+}
+
+TEST_P(DataflowRun, RestartFromOnDone) {
+    // on_done runs on a worker after the graph is marked as not running: it may start it again.
+    Graph graph;
+    auto &scan = source(graph, "scan", scaled(200));
+    auto &sum = graph.add<Op>("sum", OpConfig{.forward = false});
+    graph.connect(scan, sum);
+    std::atomic<int> runs{0};
+    std::atomic<bool> all_ok{true};
+    std::atomic<bool> finished{false};
+    mx::tasking::Runtime &rt = runtime();
+    std::function<void(RunResult)> again;
+    again = [&](const RunResult &result) {
+        if (!result.ok || sum.final_sum != triangle(scaled(200))) {
+            all_ok.store(false);
+        }
+        if (runs.fetch_add(1) + 1 < 10) {
+            mx::dataflow::start(rt, graph, again);
+        } else {
+            finished.store(true, std::memory_order_release);
+        }
+    };
+    mx::dataflow::start(rt, graph, again);
+    ASSERT_TRUE(mx::test::eventually([&] { return finished.load(std::memory_order_acquire); }));
+    EXPECT_TRUE(all_ok.load());
+    EXPECT_EQ(runs.load(), 10);
+    ASSERT_TRUE(mx::test::eventually([&] { return !graph.running(); }));
+}
+
+TEST_P(DataflowRun, TwoGraphsFromTwoThreads) {
+    const std::uint64_t n = scaled(1500);
+    Graph first;
+    Graph second;
+    for (Graph *graph : {&first, &second}) {
+        auto &scan = source(*graph, "scan", n, Send::dispatch_region);
+        auto &map = graph->add<Op>("map", OpConfig{.add = 5, .spin = 20});
+        auto &sum = graph->add<Op>("sum", OpConfig{.forward = false, .use_parts = true});
+        graph->connect(scan, map);
+        graph->connect(map, sum);
+    }
+    RunResult first_result;
+    RunResult second_result;
+    std::thread a{[&] {
+        for (int i = 0; i < 5; ++i) {
+            first_result = mx::dataflow::run(runtime(), first);
+        }
+    }};
+    std::thread b{[&] {
+        for (int i = 0; i < 5; ++i) {
+            second_result = mx::dataflow::run(runtime(), second);
+        }
+    }};
+    a.join();
+    b.join();
+    check_graph(first, first_result);
+    check_graph(second, second_result);
+}
+
+TEST_P(DataflowRun, MisuseIsReported) {
+    Graph graph;
+    auto &blocker_source = source(graph, "scan", 1, Send::emit_local);
+    auto &blocker = graph.add<Blocker>();
+    graph.connect(blocker_source, blocker);
+    CancelToken token;
+    RunHandle handle = mx::dataflow::start(runtime(), graph, {}, token);
+    EXPECT_THROW(mx::dataflow::run(runtime(), graph), std::logic_error) << "a graph runs once at a time";
+    EXPECT_THROW(graph.connect(blocker, blocker_source), std::logic_error);
+    token.cancel();
+    EXPECT_FALSE(handle.wait().ok);
+
+    Graph cyclic;
+    auto &a = cyclic.add<Op>("a", OpConfig{});
+    auto &b = cyclic.add<Op>("b", OpConfig{});
+    cyclic.connect(a, b);
+    cyclic.connect(b, a);
+    EXPECT_THROW(mx::dataflow::run(runtime(), cyclic), std::invalid_argument);
+    EXPECT_FALSE(cyclic.running());
+
+    // run() blocks: from inside a task it throws instead of deadlocking.
+    std::atomic<int> threw{0};
+    Graph inner;
+    source(inner, "scan", 1);
+    mx::tasking::Runtime &rt = runtime();
+    rt.spawn([&] {
+        try {
+            mx::dataflow::run(rt, inner);
+        } catch (const std::logic_error &) {
+            threw.store(1);
+        }
+    });
+    rt.wait();
+    EXPECT_EQ(threw.load(), 1);
+}
+
+/// Prefetch callback: sees the tokens of queued consume tasks before they run.
+class Prefetched final : public Node {
+public:
+    explicit Prefetched(std::uint64_t tokens) : Node("prefetched"), _tokens(tokens) {}
+    void consume(FlowContext & /*context*/, Token token) noexcept override {
+        if (token.value == 0 || token.value > _tokens) {
+            bad.fetch_add(1);
+        }
+    }
+    void prefetch(const Token &token) const noexcept override {
+        prefetches.fetch_add(1, std::memory_order_relaxed);
+        if (token.value == 0 || token.value > _tokens) {
+            bad.fetch_add(1);
+        }
+    }
+    [[nodiscard]] bool has_prefetch() const noexcept override { return true; }
+    mutable std::atomic<std::uint64_t> prefetches{0};
+    mutable std::atomic<std::uint64_t> bad{0};
+
+private:
+    std::uint64_t _tokens;
+};
+
+TEST_P(DataflowRun, PrefetchCallbackSeesQueuedTokens) {
+    Graph graph;
+    const std::uint64_t n = scaled(2000);
+    auto &scan = source(graph, "scan", n, Send::emit_local);
+    auto &node = graph.add<Prefetched>(n);
+    graph.connect(scan, node);
+    ASSERT_TRUE(mx::dataflow::run(runtime(), graph).ok);
+    EXPECT_GT(node.prefetches.load(), 0U);
+    EXPECT_LE(node.prefetches.load(), n);
+    EXPECT_EQ(node.bad.load(), 0U);
+}
+
+/// Random DAGs: random edges, sources, send modes, finalize emits, parts, dependencies; every
+/// node checked against the oracle.
+TEST_P(DataflowRun, RandomGraphsMatchTheOracle) {
+    const std::uint64_t seed = mx::test::test_seed();
+    std::mt19937_64 random{seed};
+    const int graphs = static_cast<int>(scaled(12, 3));
+    for (int g = 0; g < graphs; ++g) {
+        Graph graph;
+        const auto nodes = static_cast<NodeId>(3 + random() % 10);
+        constexpr Send source_sends[] = {Send::dispatch_any, Send::dispatch_worker, Send::dispatch_region,
+                                         Send::emit_local,   Send::emit_worker,     Send::emit_region,
+                                         Send::emit_any};
+        constexpr Send finalize_sends[] = {Send::none, Send::emit_local, Send::emit_worker, Send::emit_region,
+                                           Send::emit_any};
+        // Decide edges first: a node is a source if no earlier node streams into it.
+        std::vector<std::vector<NodeId>> predecessors(nodes);
+        for (NodeId to = 1; to < nodes; ++to) {
+            for (NodeId from = 0; from < to; ++from) {
+                if (random() % 4 == 0) {
+                    predecessors[to].push_back(from);
+                }
+            }
+        }
+        for (NodeId id = 0; id < nodes; ++id) {
+            OpConfig config{};
+            config.add = random() % 5;
+            config.forward = random() % 5 != 0;
+            config.spin = static_cast<std::uint32_t>(random() % 3 == 0 ? random() % 300 : 0);
+            config.use_parts = random() % 3 == 0;
+            config.finalize_send = finalize_sends[random() % std::size(finalize_sends)];
+            config.finalize_tokens = static_cast<std::uint32_t>(random() % 20);
+            if (predecessors[id].empty()) {
+                config.source_tokens =
+                    random() % 8 == 0 ? 0 : scaled(static_cast<std::uint32_t>(random() % 400));
+                config.source_send = source_sends[random() % std::size(source_sends)];
+            }
+            graph.add<Op>(named("n", id), config);
+            for (const NodeId from : predecessors[id]) {
+                graph.connect(from, id);
+            }
+        }
+        // Dependencies only from lower- to higher-numbered pipelines: acyclic.
+        const auto pipelines = graph.pipelines();
+        for (std::size_t before = 0; before < pipelines.size(); ++before) {
+            for (std::size_t after = before + 1; after < pipelines.size(); ++after) {
+                if (random() % 3 == 0) {
+                    const auto &from = pipelines[before].nodes;
+                    const auto &to = pipelines[after].nodes;
+                    graph.depend(from[random() % from.size()], to[random() % to.size()]);
+                }
+            }
+        }
+        std::string trace = named("graph ", g);
+        trace.append(" of seed ").append(std::to_string(seed)).append(":\n").append(graph.describe());
+        SCOPED_TRACE(trace);
+        check_graph(graph, mx::dataflow::run(runtime(), graph));
+        if (HasFailure()) {
+            return;
+        }
+    }
+}
+
+MX_INSTANTIATE_RUNTIME_SUITE(DataflowRun);
+
+TEST(DataflowConfig, LifoRuntimeIsRejected) {
+    mx::tasking::RuntimeConfig config;
+    config.workers = 2;
+    config.local_order = mx::tasking::LocalOrder::lifo;
+    mx::tasking::Runtime runtime{config};
+    Graph graph;
+    auto &scan = graph.add<Op>("scan", OpConfig{.source_tokens = 10});
+    auto &sum = graph.add<Op>("sum", OpConfig{.forward = false});
+    graph.connect(scan, sum);
+    try {
+        mx::dataflow::run(runtime, graph);
+        ADD_FAILURE() << "a LIFO runtime must be rejected";
+    } catch (const mx::tasking::ConfigError &error) {
+        EXPECT_NE(std::string{error.what()}.find("LocalOrder::fifo"), std::string::npos) << error.what();
+    }
+    EXPECT_EQ(sum.finalize_calls, 0U);
+    EXPECT_FALSE(graph.running());
+    runtime.wait();
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
+TEST(DataflowConfig, StoppedRuntimeIsRejected) {
+    mx::tasking::RuntimeConfig config;
+    config.workers = 1;
+    mx::tasking::Runtime runtime{config};
+    runtime.stop();
+    Graph graph;
+    graph.add<Op>("scan", OpConfig{.source_tokens = 1});
+    EXPECT_THROW(mx::dataflow::run(runtime, graph), std::logic_error);
+    EXPECT_FALSE(graph.running());
+}
+
+} // namespace

@@ -1,0 +1,94 @@
+#pragma once
+
+// Query execution: a physical plan (plan.h) is compiled into a dataflow graph of task pipelines
+// (dataflow/graph.h) and run on the runtime's workers; the result batches are collected into a
+// QueryResult. See docs/design/query-engine.md for how operators map to tasks.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <mx/dataflow/graph.h>
+#include <mx/db/plan.h>
+#include <mx/db/types.h>
+
+namespace mx::tasking {
+class Runtime;
+}
+
+namespace mx::db {
+
+/// A query that failed while running (overflow, a failed CAST, cancellation) or that cannot be
+/// executed (an operator the engine lacks). The message is meant for the user.
+class ExecutionError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// Knobs of the hash joins, passed through to them.
+struct JoinOptions {
+    /// automatic: the plan node's choice (PlanNode::join_strategy); otherwise overrides it.
+    JoinStrategy strategy{JoinStrategy::automatic};
+    /// Radix bits of partitioned joins; 0 = chosen from the build size.
+    std::uint8_t radix_bits{0};
+    /// Overrides PlanNode::bloom_filter when set.
+    std::optional<bool> bloom_filter{};
+};
+
+struct ExecutionOptions {
+    static constexpr std::uint32_t default_morsel_rows = 16384;
+
+    /// Task granularity of scans: rows per scan task (a morsel never crosses a fragment, so at
+    /// most the fragment capacity). The dissertation found 1 k to 32 k rows best, depending on
+    /// how much work a query does per row. Also the size of the batches operators emit from
+    /// their finalize phase (aggregation results, sorted runs). 1..2^20.
+    std::uint32_t morsel_rows{default_morsel_rows};
+    /// Scan tasks carry a prefetch callback that brings the first cache lines of every column
+    /// they read into the cache before they run (dissertation 7.3).
+    bool prefetch{true};
+    /// Cache lines per column and morsel the scan's prefetch callback touches.
+    std::uint8_t prefetch_lines{2};
+    /// Filters and projections run inside the task of the operator that produced their input
+    /// (one task per batch for a whole scan-filter-project chain) instead of as tasks of their
+    /// own. Off only to test the operators separately.
+    bool fuse_operators{true};
+    /// Skip fragments whose zone maps prove the scan predicate false.
+    bool zone_maps{true};
+    JoinOptions join{};
+    /// Cancels the run from another thread (execute then throws ExecutionError with the reason).
+    /// Use a fresh token per query.
+    dataflow::CancelToken cancel{};
+};
+
+/// The result of a query: columns, rows, and how long the run took.
+struct QueryResult {
+    std::vector<OutputColumn> columns;
+    std::vector<std::vector<Value>> rows;
+    /// Time of the dataflow run (not compiling the plan or converting the result rows).
+    std::chrono::nanoseconds elapsed{0};
+    /// Start and end of every pipeline relative to the run's start (indexed by pipeline id).
+    std::vector<dataflow::PipelineTiming> pipelines;
+
+    [[nodiscard]] std::size_t row_count() const noexcept { return rows.size(); }
+    [[nodiscard]] std::size_t column_count() const noexcept { return columns.size(); }
+    [[nodiscard]] const Value &at(std::size_t row, std::size_t column) const {
+        return rows.at(row).at(column);
+    }
+    /// The rows as CSV with a header line (DuckDB's text for every value, NULL as empty field).
+    [[nodiscard]] std::string to_csv() const;
+};
+
+/// Runs `plan` on the runtime and blocks until it finished; call it from outside the runtime's
+/// workers (the runtime must use LocalOrder::fifo). The plan and its tables must stay alive for
+/// the call. Throws ExecutionError with the message on a runtime error, on cancellation and
+/// when the plan cannot be compiled; std::invalid_argument for invalid options.
+QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const ExecutionOptions &options = {});
+
+/// The physical plan as text: the operator tree with estimated rows, then the pipelines of the
+/// dataflow graph the executor would run (which nodes, in which order, what they wait for).
+[[nodiscard]] std::string explain(const PlanNode &plan, const ExecutionOptions &options = {});
+
+} // namespace mx::db

@@ -1,0 +1,109 @@
+#pragma once
+
+// Physical query plans: what the C++ plan API (and later the SQL planner) hands to the executor.
+// A plan is a tree of operators; every node knows its output columns, so expressions of a parent
+// refer to the child's output by column index. The executor turns the tree into a dataflow graph
+// of task pipelines (see docs/design/query-engine.md): a pipeline breaks at hash-join builds,
+// aggregations and sorts.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mx/db/types.h>
+
+namespace mx::db {
+
+class Expr;
+class Table;
+using ExprPtr = std::shared_ptr<const Expr>;
+
+struct OutputColumn {
+    std::string name;
+    Type type;
+    bool nullable{true};
+};
+
+enum class PlanKind : std::uint8_t { scan, filter, project, hash_join, aggregate, sort, limit };
+enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti };
+/// Non-partitioned: one shared hash table built by all workers. Radix-partitioned: micro
+/// partitioning into per-partition tables that fit the cache (large builds).
+enum class JoinStrategy : std::uint8_t { automatic, non_partitioned, radix_partitioned };
+enum class AggregateFunction : std::uint8_t { count_star, count, sum, avg, min, max, count_distinct };
+
+struct AggregateSpec {
+    AggregateFunction function{AggregateFunction::count_star};
+    ExprPtr argument; // over the child's output; null for count_star
+    std::string name;
+};
+
+struct SortKey {
+    std::uint32_t column{0}; // index into the child's output
+    bool descending{false};
+    /// Unset: NULLs sort last in both directions, as in DuckDB (the engine's answers are checked
+    /// against DuckDB; PostgreSQL puts them first for DESC). The SQL front end sets it for
+    /// explicit NULLS FIRST/LAST.
+    std::optional<bool> nulls_first;
+};
+
+struct PlanNode;
+using PlanPtr = std::unique_ptr<PlanNode>;
+
+struct PlanNode {
+    PlanKind kind{PlanKind::scan};
+    std::vector<PlanPtr> children; // hash_join: children[0] = probe side, children[1] = build side
+    std::vector<OutputColumn> output;
+    double estimated_rows{-1.0}; // -1 = unknown (the optimizer fills it in)
+
+    // scan
+    std::shared_ptr<const Table> table;
+    std::vector<std::uint32_t> scan_columns; // table column indices, in output order
+    ExprPtr predicate;                       // scan: over the scanned columns; filter: over the child
+
+    // project
+    std::vector<ExprPtr> expressions;
+
+    // hash_join: keys are compared pairwise for equality; NULL keys never match.
+    JoinKind join_kind{JoinKind::inner};
+    JoinStrategy join_strategy{JoinStrategy::automatic};
+    bool bloom_filter{true};
+    std::vector<ExprPtr> probe_keys; // over the probe child's output
+    std::vector<ExprPtr> build_keys; // over the build child's output
+    /// Optional extra join condition over (probe output ++ build output); for left_outer a
+    /// probe row without a build row satisfying keys and residual gets NULLs on the build side.
+    ExprPtr residual;
+
+    // aggregate: output = group expressions, then aggregates
+    std::vector<ExprPtr> groups;
+    std::vector<AggregateSpec> aggregates;
+
+    // sort (with an optional limit: top-N) and limit
+    std::vector<SortKey> sort_keys;
+    std::optional<std::uint64_t> limit;
+    std::uint64_t offset{0};
+};
+
+/// Plan construction with output schemas computed from the children. Throw std::invalid_argument
+/// on inconsistent input (unknown column index, key count mismatch).
+namespace plan {
+[[nodiscard]] PlanPtr scan(std::shared_ptr<const Table> table, std::vector<std::uint32_t> columns,
+                           ExprPtr predicate = nullptr);
+[[nodiscard]] PlanPtr filter(PlanPtr child, ExprPtr predicate);
+[[nodiscard]] PlanPtr project(PlanPtr child, std::vector<ExprPtr> expressions,
+                              std::vector<std::string> names);
+[[nodiscard]] PlanPtr hash_join(PlanPtr probe, PlanPtr build, JoinKind kind, std::vector<ExprPtr> probe_keys,
+                                std::vector<ExprPtr> build_keys, ExprPtr residual = nullptr);
+[[nodiscard]] PlanPtr aggregate(PlanPtr child, std::vector<ExprPtr> groups,
+                                std::vector<std::string> group_names, std::vector<AggregateSpec> aggregates);
+[[nodiscard]] PlanPtr sort(PlanPtr child, std::vector<SortKey> keys, std::optional<std::uint64_t> limit = {},
+                           std::uint64_t offset = 0);
+[[nodiscard]] PlanPtr limit(PlanPtr child, std::uint64_t limit, std::uint64_t offset = 0);
+/// Result type of an aggregate over an argument type, following DuckDB (so answers compare
+/// exactly): SUM(DECIMAL(p,s)) -> DECIMAL(38,s), SUM(INTEGER/BIGINT) -> DECIMAL(38,0) printed as
+/// an integer, AVG -> DOUBLE, COUNT -> BIGINT, MIN/MAX -> the argument type.
+[[nodiscard]] Type aggregate_type(AggregateFunction function, const Type &argument);
+} // namespace plan
+
+} // namespace mx::db

@@ -1,0 +1,291 @@
+// The executor: compiles a plan into a dataflow graph (operators/), runs it, collects the result.
+
+#include <mx/db/executor.h>
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <mx/db/expression.h>
+#include <mx/db/table.h>
+#include <mx/tasking/runtime.h>
+
+#include "operators/operator.h"
+#include "operators/sink.h"
+
+namespace mx::db {
+
+namespace {
+
+void check_options(const ExecutionOptions &options) {
+    if (options.morsel_rows == 0 || options.morsel_rows > TableOptions::max_fragment_capacity) {
+        throw std::invalid_argument("ExecutionOptions::morsel_rows must be between 1 and " +
+                                    std::to_string(TableOptions::max_fragment_capacity));
+    }
+}
+
+void collect_tables(const PlanNode &node, std::vector<std::shared_ptr<const Table>> &tables) {
+    if (node.table != nullptr) {
+        tables.push_back(node.table);
+    }
+    for (const auto &child : node.children) {
+        collect_tables(*child, tables);
+    }
+}
+
+/// The query's graph: the compiled plan feeding the result sink.
+struct CompiledQuery {
+    dataflow::Graph graph;
+    detail::SinkNode *sink{nullptr};
+};
+
+void compile_query(CompiledQuery &query, const PlanNode &plan, const ExecutionOptions &options) {
+    detail::Compiler compiler{query.graph, options};
+    try {
+        const detail::Compiled output = detail::compile(compiler, plan);
+        auto &sink = query.graph.add<detail::SinkNode>();
+        query.graph.connect(output.output, sink.id());
+        query.sink = &sink;
+        query.graph.validate();
+    } catch (const std::exception &error) {
+        throw ExecutionError(std::string("cannot execute the plan: ").append(error.what()));
+    }
+}
+
+std::string format_rows(double rows) {
+    if (rows < 0) {
+        return "?";
+    }
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.0f", rows);
+    return text;
+}
+
+const char *join_kind_name(JoinKind kind) {
+    switch (kind) {
+    case JoinKind::inner:
+        return "inner";
+    case JoinKind::left_outer:
+        return "left outer";
+    case JoinKind::semi:
+        return "semi";
+    case JoinKind::anti:
+        return "anti";
+    }
+    return "?";
+}
+
+const char *aggregate_name(AggregateFunction function) {
+    switch (function) {
+    case AggregateFunction::count_star:
+        return "count(*)";
+    case AggregateFunction::count:
+        return "count";
+    case AggregateFunction::sum:
+        return "sum";
+    case AggregateFunction::avg:
+        return "avg";
+    case AggregateFunction::min:
+        return "min";
+    case AggregateFunction::max:
+        return "max";
+    case AggregateFunction::count_distinct:
+        return "count_distinct";
+    }
+    return "?";
+}
+
+void append_list(std::string &text, const std::vector<ExprPtr> &expressions) {
+    for (std::size_t i = 0; i < expressions.size(); ++i) {
+        if (i > 0) {
+            text.append(", ");
+        }
+        text.append(to_string(*expressions[i]));
+    }
+}
+
+void describe_plan(const PlanNode &node, int depth, std::string &text) {
+    text.append(static_cast<std::size_t>(depth) * 2, ' ');
+    switch (node.kind) {
+    case PlanKind::scan:
+        text.append("Scan ").append(node.table != nullptr ? node.table->name() : "?").append(" [");
+        for (std::size_t i = 0; i < node.output.size(); ++i) {
+            text.append(i > 0 ? ", " : "").append(node.output[i].name);
+        }
+        text.append("]");
+        if (node.predicate != nullptr) {
+            text.append(" where ").append(to_string(*node.predicate));
+        }
+        break;
+    case PlanKind::filter:
+        text.append("Filter ").append(to_string(*node.predicate));
+        break;
+    case PlanKind::project:
+        text.append("Project ");
+        for (std::size_t i = 0; i < node.expressions.size(); ++i) {
+            text.append(i > 0 ? ", " : "").append(to_string(*node.expressions[i]));
+            text.append(" AS ").append(node.output[i].name);
+        }
+        break;
+    case PlanKind::hash_join:
+        text.append("HashJoin ").append(join_kind_name(node.join_kind)).append(" probe [");
+        append_list(text, node.probe_keys);
+        text.append("] = build [");
+        append_list(text, node.build_keys);
+        text.append("]");
+        if (node.residual != nullptr) {
+            text.append(" and ").append(to_string(*node.residual));
+        }
+        break;
+    case PlanKind::aggregate:
+        text.append("Aggregate");
+        if (!node.groups.empty()) {
+            text.append(" group by [");
+            append_list(text, node.groups);
+            text.append("]");
+        }
+        text.append(" [");
+        for (std::size_t i = 0; i < node.aggregates.size(); ++i) {
+            const AggregateSpec &spec = node.aggregates[i];
+            text.append(i > 0 ? ", " : "").append(aggregate_name(spec.function));
+            if (spec.argument != nullptr) {
+                text.append("(").append(to_string(*spec.argument)).append(")");
+            }
+            text.append(" AS ").append(node.output[node.groups.size() + i].name);
+        }
+        text.append("]");
+        break;
+    case PlanKind::sort:
+        text.append("Sort [");
+        for (std::size_t i = 0; i < node.sort_keys.size(); ++i) {
+            const SortKey &key = node.sort_keys[i];
+            text.append(i > 0 ? ", " : "").append(node.children[0]->output.at(key.column).name);
+            text.append(key.descending ? " DESC" : " ASC");
+            if (key.nulls_first) {
+                text.append(*key.nulls_first ? " NULLS FIRST" : " NULLS LAST");
+            }
+        }
+        text.append("]");
+        if (node.limit) {
+            text.append(" limit ").append(std::to_string(*node.limit));
+        }
+        if (node.offset > 0) {
+            text.append(" offset ").append(std::to_string(node.offset));
+        }
+        break;
+    case PlanKind::limit:
+        text.append("Limit");
+        if (node.limit) {
+            text.append(" ").append(std::to_string(*node.limit));
+        }
+        if (node.offset > 0) {
+            text.append(" offset ").append(std::to_string(node.offset));
+        }
+        break;
+    }
+    text.append("  (rows=").append(format_rows(node.estimated_rows)).append(")\n");
+    for (const auto &child : node.children) {
+        describe_plan(*child, depth + 1, text);
+    }
+}
+
+std::string csv_field(const Value &value) {
+    if (value.null) {
+        return {};
+    }
+    std::string text = value.to_string();
+    if (text.find_first_of(",\"\r\n") == std::string::npos) {
+        return text;
+    }
+    std::string quoted = "\"";
+    for (const char c : text) {
+        if (c == '"') {
+            quoted.push_back('"');
+        }
+        quoted.push_back(c);
+    }
+    quoted.push_back('"');
+    return quoted;
+}
+
+} // namespace
+
+std::string QueryResult::to_csv() const {
+    std::string text;
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+        text.append(c > 0 ? "," : "").append(columns[c].name);
+    }
+    text.push_back('\n');
+    for (const auto &row : rows) {
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            text.append(c > 0 ? "," : "").append(csv_field(row[c]));
+        }
+        text.push_back('\n');
+    }
+    return text;
+}
+
+QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const ExecutionOptions &options) {
+    check_options(options);
+    // The plan holds its tables, but a caller may drop the plan's last reference to a table
+    // version (a concurrent DROP through the catalog): the run keeps its own.
+    std::vector<std::shared_ptr<const Table>> tables;
+    collect_tables(plan, tables);
+
+    detail::BatchLedger ledger(runtime.worker_count());
+    CompiledQuery query;
+    compile_query(query, plan, options);
+    for (std::size_t id = 0; id < query.graph.size(); ++id) {
+        if (auto *node =
+                dynamic_cast<detail::OperatorNode *>(&query.graph.node(static_cast<dataflow::NodeId>(id)))) {
+            node->attach(&ledger);
+        }
+    }
+
+    const dataflow::RunResult run = dataflow::run(runtime, query.graph, options.cancel);
+    if (!run.ok) {
+        throw ExecutionError(run.error);
+    }
+    QueryResult result;
+    result.columns = plan.output;
+    result.rows = query.sink->rows();
+    result.elapsed = run.elapsed;
+    result.pipelines = run.pipelines;
+    return result;
+}
+
+std::string explain(const PlanNode &plan, const ExecutionOptions &options) {
+    check_options(options);
+    std::string text = "Plan:\n";
+    describe_plan(plan, 1, text);
+    CompiledQuery query;
+    compile_query(query, plan, options);
+    text.append("Pipelines:\n").append(query.graph.describe());
+    if (!text.empty() && text.back() != '\n') {
+        text.push_back('\n');
+    }
+    bool header = false;
+    for (std::size_t id = 0; id < query.graph.size(); ++id) {
+        const auto *node =
+            dynamic_cast<const detail::OperatorNode *>(&query.graph.node(static_cast<dataflow::NodeId>(id)));
+        if (node == nullptr || node->stages().empty()) {
+            continue;
+        }
+        if (!header) {
+            text.append("Fused into the tasks of:\n");
+            header = true;
+        }
+        text.append("  node ").append(std::to_string(id)).append(" (").append(node->name()).append("):");
+        for (const auto &stage : node->stages()) {
+            text.append(" ").append(stage->describe()).append(";");
+        }
+        text.push_back('\n');
+    }
+    return text;
+}
+
+} // namespace mx::db

@@ -1,0 +1,164 @@
+// LIKE pattern compilation and matching. Most patterns in practice (TPC-H: 'PROMO%', '%BRASS',
+// '%green%', '%special%requests%') contain no '_' and reduce to substring searches; only patterns
+// with '_' take the general backtracking matcher.
+
+#include "expression_internal.h"
+
+namespace mx::db::detail {
+
+namespace {
+bool is_continuation(char c) noexcept { return (static_cast<unsigned char>(c) & 0xC0U) == 0x80U; }
+
+/// Index after the UTF-8 code point starting at `i`.
+std::size_t next_code_point(std::string_view text, std::size_t i) noexcept {
+    ++i;
+    while (i < text.size() && is_continuation(text[i])) {
+        ++i;
+    }
+    return i;
+}
+} // namespace
+
+std::shared_ptr<const LikeMatcher> LikeMatcher::compile(std::string_view pattern,
+                                                        std::optional<char> escape) {
+    auto matcher = std::make_shared<LikeMatcher>();
+    std::vector<Token> tokens;
+    bool has_underscore = false;
+    for (std::size_t i = 0; i < pattern.size(); ++i) {
+        const char c = pattern[i];
+        if (escape.has_value() && c == *escape) {
+            if (i + 1 == pattern.size()) {
+                // DuckDB: a pattern ending in the escape character matches nothing
+                matcher->shape = Shape::never;
+                return matcher;
+            }
+            tokens.push_back({false, false, pattern[++i]});
+        } else if (c == '%') {
+            if (tokens.empty() || !tokens.back().any_run) { // '%%' is '%'
+                tokens.push_back({false, true, 0});
+            }
+        } else if (c == '_') {
+            has_underscore = true;
+            tokens.push_back({true, false, 0});
+        } else {
+            tokens.push_back({false, false, c});
+        }
+    }
+
+    if (has_underscore) {
+        matcher->shape = Shape::general;
+        matcher->tokens = std::move(tokens);
+        return matcher;
+    }
+
+    // Split the literal tokens into the segments between the '%'s.
+    std::vector<std::string> parts(1);
+    for (const Token &token : tokens) {
+        if (token.any_run) {
+            parts.emplace_back();
+        } else {
+            parts.back().push_back(token.byte);
+        }
+    }
+    const bool starts_with_run = !tokens.empty() && tokens.front().any_run;
+    const bool ends_with_run = !tokens.empty() && tokens.back().any_run;
+    if (parts.size() == 1) {
+        matcher->shape = Shape::exact;
+        matcher->needle = std::move(parts.front());
+    } else if (parts.size() == 2 && starts_with_run && ends_with_run) {
+        matcher->shape = Shape::any; // '%'
+    } else if (parts.size() == 2 && ends_with_run) {
+        matcher->shape = Shape::prefix;
+        matcher->needle = std::move(parts.front());
+    } else if (parts.size() == 2 && starts_with_run) {
+        matcher->shape = Shape::suffix;
+        matcher->needle = std::move(parts.back());
+    } else if (parts.size() == 3 && starts_with_run && ends_with_run) {
+        matcher->shape = Shape::contains;
+        matcher->needle = std::move(parts[1]);
+    } else {
+        matcher->shape = Shape::segments;
+        matcher->anchored_start = !starts_with_run;
+        matcher->anchored_end = !ends_with_run;
+        matcher->segments = std::move(parts);
+    }
+    return matcher;
+}
+
+bool LikeMatcher::match(std::string_view text) const noexcept {
+    switch (shape) {
+    case Shape::never:
+        return false;
+    case Shape::any:
+        return true;
+    case Shape::exact:
+        return text == needle;
+    case Shape::prefix:
+        return text.size() >= needle.size() && text.substr(0, needle.size()) == needle;
+    case Shape::suffix:
+        return text.size() >= needle.size() && text.substr(text.size() - needle.size()) == needle;
+    case Shape::contains:
+        return text.find(needle) != std::string_view::npos;
+    case Shape::segments: {
+        // First and last segments are anchored unless the pattern starts/ends with '%' (then they
+        // are empty); the middle ones are matched leftmost, which is optimal without '_'.
+        std::size_t begin = 0;
+        std::size_t end = text.size();
+        const std::string &first = segments.front();
+        const std::string &last = segments.back();
+        if (anchored_start) {
+            if (text.substr(0, first.size()) != first) {
+                return false;
+            }
+            begin = first.size();
+        }
+        if (anchored_end) {
+            if (end - begin < last.size() || text.substr(end - last.size()) != last) {
+                return false;
+            }
+            end -= last.size();
+        }
+        const std::string_view middle = text.substr(begin, end - begin);
+        std::size_t position = 0;
+        for (std::size_t i = 1; i + 1 < segments.size(); ++i) {
+            const std::size_t found = middle.find(segments[i], position);
+            if (found == std::string_view::npos) {
+                return false;
+            }
+            position = found + segments[i].size();
+        }
+        return true;
+    }
+    case Shape::general: {
+        // Classic wildcard matching: remember the last '%' and where it started matching; on a
+        // mismatch let that '%' swallow one more code point and retry.
+        std::size_t t = 0;
+        std::size_t p = 0;
+        std::size_t star = tokens.size();
+        std::size_t star_text = 0;
+        while (t < text.size()) {
+            if (p < tokens.size() && !tokens[p].any_run &&
+                (tokens[p].any_char || tokens[p].byte == text[t])) {
+                t = tokens[p].any_char ? next_code_point(text, t) : t + 1;
+                ++p;
+            } else if (p < tokens.size() && tokens[p].any_run) {
+                star = p++;
+                star_text = t;
+            } else if (star != tokens.size()) {
+                p = star + 1;
+                star_text = next_code_point(text, star_text);
+                t = star_text;
+            } else {
+                return false;
+            }
+        }
+        while (p < tokens.size() && tokens[p].any_run) {
+            ++p;
+        }
+        return p == tokens.size();
+    }
+    }
+    return false;
+}
+
+} // namespace mx::db::detail

@@ -1,0 +1,707 @@
+// Hash aggregation (grouped and scalar) with worker-local state and a parallel merge.
+//
+// Consume: each task evaluates the group keys and aggregate arguments of its batch and updates
+// the hash tables of the worker it runs on: no lock, no shared cache line. Each worker's table is
+// split into P partitions by the top bits of the key hash. Finalize: P parts run in parallel;
+// part p merges partition p of every worker into worker 0's partition p and emits its groups.
+// So no worker waits on a sequential merge of everything (the Vectorwise problem of a single
+// thread finishing the aggregation), and skewed keys only make one group's states hot inside
+// each worker, never a shared structure.
+//
+// COUNT(DISTINCT x) keeps, per worker and partition, a set of (group key, x); partition p's sets
+// are merged (deduplicated) in part p and counted into the merged groups. Scalar aggregation
+// (no GROUP BY) keeps one state row per worker, merged in finalize(); its distinct sets are
+// partitioned by the hash of x and counted per part.
+//
+// SQL semantics: aggregates skip NULL arguments; SUM/AVG/MIN/MAX of no values are NULL, COUNT is
+// 0; NULL keys form their own group; a scalar aggregation emits one row even for empty input, a
+// grouped one emits nothing. SUM of integers and decimals is exact (Int128), AVG divides the exact
+// sum like DuckDB.
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <mx/db/executor.h>
+#include <mx/db/expression.h>
+
+#include "cells.h"
+#include "operator.h"
+#include "row_table.h"
+
+namespace mx::db::detail {
+
+namespace {
+
+using dataflow::FlowContext;
+
+/// One aggregate's state inside a group row. `wide` holds the exact sum (Int128), the double sum
+/// (its first 8 bytes) or the MIN/MAX cell (its first physical-width bytes); `count` counts the
+/// values seen (0 = NULL result), or the distinct values once they are counted.
+struct alignas(16) AggState {
+    Int128 wide;
+    std::int64_t count;
+    std::int64_t unused;
+};
+static_assert(sizeof(AggState) == 32);
+
+inline AggState &state_at(std::byte *row, std::uint32_t offset) noexcept {
+    return *reinterpret_cast<AggState *>(row + offset);
+}
+inline const AggState &state_at(const std::byte *row, std::uint32_t offset) noexcept {
+    return *reinterpret_cast<const AggState *>(row + offset);
+}
+
+inline double get_double(const AggState &state) noexcept {
+    double value = 0;
+    std::memcpy(&value, &state.wide, 8);
+    return value;
+}
+inline void set_double(AggState &state, double value) noexcept { std::memcpy(&state.wide, &value, 8); }
+
+struct AggregateInfo {
+    AggregateFunction function{AggregateFunction::count_star};
+    ExprPtr argument;
+    Type input{};  // the argument's type
+    Type result{}; // the output column's type
+    std::uint32_t offset{0};
+    std::int32_t distinct{-1}; // index of the COUNT DISTINCT set
+    std::string name;
+};
+
+/// Calls f(i, row) for the live rows whose argument is not NULL.
+template <class F>
+inline void for_each_value(const Batch &batch, std::uint32_t count, const ColumnData &argument, F &&f) {
+    if (argument.nulls == nullptr) {
+        for (std::uint32_t i = 0; i < count; ++i) {
+            f(i, batch.row(i));
+        }
+        return;
+    }
+    for (std::uint32_t i = 0; i < count; ++i) {
+        const std::uint32_t row = batch.row(i);
+        if (argument.nulls[row] == 0) {
+            f(i, row);
+        }
+    }
+}
+
+/// Folds the argument values of a batch into the states `rows[i]` (one per live row). Returns
+/// false on an overflow of the exact sum.
+bool update(const AggregateInfo &aggregate, std::byte *const *rows, const ColumnData *argument,
+            const Batch &batch, std::uint32_t count, StringHeap &arena) noexcept {
+    const std::uint32_t offset = aggregate.offset;
+    switch (aggregate.function) {
+    case AggregateFunction::count_star:
+        for (std::uint32_t i = 0; i < count; ++i) {
+            ++state_at(rows[i], offset).count;
+        }
+        return true;
+    case AggregateFunction::count:
+        for_each_value(batch, count, *argument,
+                       [&](std::uint32_t i, std::uint32_t) { ++state_at(rows[i], offset).count; });
+        return true;
+    case AggregateFunction::sum:
+    case AggregateFunction::avg:
+        switch (argument->physical) {
+        case PhysicalType::u8:
+            for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+                AggState &state = state_at(rows[i], offset);
+                state.wide += argument->get<std::uint8_t>(row);
+                ++state.count;
+            });
+            return true;
+        case PhysicalType::i64:
+            // |value| < 2^63, so 2^64 additions cannot overflow the 128-bit sum.
+            for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+                AggState &state = state_at(rows[i], offset);
+                state.wide += argument->get<std::int64_t>(row);
+                ++state.count;
+            });
+            return true;
+        case PhysicalType::i128: {
+            bool overflow = false;
+            for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+                AggState &state = state_at(rows[i], offset);
+                overflow =
+                    __builtin_add_overflow(state.wide, argument->get<Int128>(row), &state.wide) || overflow;
+                ++state.count;
+            });
+            return !overflow;
+        }
+        case PhysicalType::f64:
+            for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+                AggState &state = state_at(rows[i], offset);
+                set_double(state, get_double(state) + argument->get<double>(row));
+                ++state.count;
+            });
+            return true;
+        case PhysicalType::string:
+            return true; // rejected by the plan builder
+        }
+        return true;
+    case AggregateFunction::min:
+    case AggregateFunction::max: {
+        const bool is_min = aggregate.function == AggregateFunction::min;
+        const PhysicalType physical = argument->physical;
+        const std::uint32_t width = argument->width;
+        for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+            AggState &state = state_at(rows[i], offset);
+            const std::byte *cell = argument->cell(row);
+            if (state.count != 0) {
+                const int order =
+                    compare_cells(physical, cell, reinterpret_cast<const std::byte *>(&state.wide));
+                if (is_min ? order >= 0 : order <= 0) {
+                    return;
+                }
+            }
+            if (physical == PhysicalType::string) {
+                StringRef text;
+                std::memcpy(&text, cell, sizeof(StringRef));
+                const StringRef copy = arena.add(text.view()); // the batch's strings die with it
+                std::memcpy(&state.wide, &copy, sizeof(StringRef));
+            } else {
+                std::memcpy(&state.wide, cell, width);
+            }
+            state.count = 1;
+        });
+        return true;
+    }
+    case AggregateFunction::count_distinct:
+        return true; // counted from the distinct sets in finalize
+    }
+    return true;
+}
+
+/// Folds the state of `from` into `into` (same aggregate). Returns false on sum overflow.
+bool merge_state(const AggregateInfo &aggregate, AggState &into, const AggState &from) noexcept {
+    switch (aggregate.function) {
+    case AggregateFunction::count_star:
+    case AggregateFunction::count:
+        into.count += from.count;
+        return true;
+    case AggregateFunction::sum:
+    case AggregateFunction::avg:
+        into.count += from.count;
+        if (aggregate.input.physical() == PhysicalType::f64) {
+            set_double(into, get_double(into) + get_double(from));
+            return true;
+        }
+        return !__builtin_add_overflow(into.wide, from.wide, &into.wide);
+    case AggregateFunction::min:
+    case AggregateFunction::max: {
+        if (from.count == 0) {
+            return true;
+        }
+        if (into.count != 0) {
+            const int order =
+                compare_cells(aggregate.input.physical(), reinterpret_cast<const std::byte *>(&from.wide),
+                              reinterpret_cast<const std::byte *>(&into.wide));
+            if (aggregate.function == AggregateFunction::min ? order >= 0 : order <= 0) {
+                return true;
+            }
+        }
+        into.wide = from.wide; // strings stay in the arena of the worker that copied them
+        into.count = 1;
+        return true;
+    }
+    case AggregateFunction::count_distinct:
+        return true;
+    }
+    return true;
+}
+
+/// Writes the final value of an aggregate into row `out_row` of `out`. Returns false when an
+/// exact sum does not fit DECIMAL(38, s).
+bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector &out,
+                  std::uint32_t out_row) noexcept {
+    switch (aggregate.function) {
+    case AggregateFunction::count_star:
+    case AggregateFunction::count:
+    case AggregateFunction::count_distinct:
+        out.mutable_data<std::int64_t>()[out_row] = state.count;
+        return true;
+    case AggregateFunction::sum:
+        if (state.count == 0) {
+            out.set_null(out_row);
+            return true;
+        }
+        if (aggregate.input.physical() == PhysicalType::f64) {
+            out.mutable_data<double>()[out_row] = get_double(state);
+            return true;
+        }
+        if (!decimal::fits(state.wide, decimal::max_precision)) {
+            return false;
+        }
+        std::memcpy(out.mutable_data<Int128>() + out_row, &state.wide, sizeof(Int128));
+        return true;
+    case AggregateFunction::avg: {
+        if (state.count == 0) {
+            out.set_null(out_row);
+            return true;
+        }
+        double average = 0;
+        if (aggregate.input.physical() == PhysicalType::f64) {
+            average = get_double(state) / static_cast<double>(state.count);
+        } else {
+            // As DuckDB: the exact sum divided by count * 10^scale in long double.
+            const std::uint8_t scale = aggregate.input.id == TypeId::decimal ? aggregate.input.scale : 0;
+            const long double divisor =
+                static_cast<long double>(state.count) * static_cast<long double>(decimal::pow10(scale));
+            average = static_cast<double>(static_cast<long double>(state.wide) / divisor);
+        }
+        out.mutable_data<double>()[out_row] = average;
+        return true;
+    }
+    case AggregateFunction::min:
+    case AggregateFunction::max:
+        if (state.count == 0) {
+            out.set_null(out_row);
+            return true;
+        }
+        put_cell(out, out_row, reinterpret_cast<const std::byte *>(&state.wide));
+        return true;
+    }
+    return true;
+}
+
+const char *function_name(AggregateFunction function) noexcept {
+    switch (function) {
+    case AggregateFunction::count_star:
+        return "count_star";
+    case AggregateFunction::count:
+        return "count";
+    case AggregateFunction::sum:
+        return "sum";
+    case AggregateFunction::avg:
+        return "avg";
+    case AggregateFunction::min:
+        return "min";
+    case AggregateFunction::max:
+        return "max";
+    case AggregateFunction::count_distinct:
+        return "count_distinct";
+    }
+    return "?";
+}
+
+class AggregateNode final : public BatchNode {
+public:
+    AggregateNode(const PlanNode &plan, std::uint32_t batch_rows)
+        : BatchNode(plan.groups.empty() ? "aggregate" : "group by"), _groups(plan.groups),
+          _batch_rows(std::max<std::uint32_t>(batch_rows, 1)) {
+        std::vector<PhysicalType> key_types;
+        for (const auto &group : _groups) {
+            key_types.push_back(group->type().physical());
+            _group_types.push_back(group->type());
+        }
+        _key = KeyLayout(key_types);
+        std::uint32_t offset = RowTable::header + _key.width();
+        for (std::size_t i = 0; i < plan.aggregates.size(); ++i) {
+            const AggregateSpec &spec = plan.aggregates[i];
+            AggregateInfo info;
+            info.function = spec.function;
+            info.argument = spec.argument;
+            info.input = spec.argument != nullptr ? spec.argument->type() : Type::bigint();
+            info.result = plan.output.at(_groups.size() + i).type;
+            info.offset = offset;
+            info.name = spec.name;
+            offset += sizeof(AggState);
+            if (spec.function == AggregateFunction::count_distinct) {
+                info.distinct = static_cast<std::int32_t>(_distinct_keys.size());
+                std::vector<PhysicalType> distinct_types = key_types;
+                distinct_types.push_back(info.input.physical());
+                _distinct_keys.emplace_back(distinct_types);
+            }
+            _aggregates.push_back(std::move(info));
+        }
+        _row_width = offset;
+    }
+
+    void prepare(std::uint16_t workers, std::uint16_t /*regions*/) override {
+        _worker_count = workers;
+        // More partitions than workers so the parallel merge balances; one when nothing is
+        // merged across workers.
+        const std::uint32_t partitions =
+            workers == 1 ? 1U : std::min<std::uint32_t>(std::bit_ceil(workers) * 4U, 256U);
+        _partition_bits = static_cast<std::uint32_t>(std::countr_zero(partitions));
+        _partitions = partitions;
+        _workers = std::make_unique<WorkerState[]>(workers);
+        for (std::uint16_t w = 0; w < workers; ++w) {
+            WorkerState &state = _workers[w];
+            if (grouped()) {
+                for (std::uint32_t p = 0; p < partitions; ++p) {
+                    state.groups.emplace_back(_row_width);
+                }
+            } else {
+                state.scalar.reset(new std::byte[_row_width]);
+                std::memset(state.scalar.get(), 0, _row_width);
+            }
+            state.distinct.resize(_distinct_keys.size());
+            for (std::size_t d = 0; d < _distinct_keys.size(); ++d) {
+                for (std::uint32_t p = 0; p < partitions; ++p) {
+                    state.distinct[d].emplace_back(RowTable::header + _distinct_keys[d].width());
+                }
+            }
+            state.keys.resize(_groups.size());
+            state.key_data.resize(_groups.size());
+            state.arguments.resize(_aggregates.size());
+            state.argument_data.resize(_aggregates.size());
+            state.distinct_data.resize(_groups.size() + 1);
+        }
+        _distinct_counts.assign(std::size_t{partitions} * _distinct_keys.size(), 0);
+    }
+
+    void consume_batch(FlowContext &context, std::unique_ptr<Batch> batch) noexcept override {
+        WorkerState &state = _workers[context.worker_id()];
+        const std::uint32_t count = batch->count();
+        for (std::size_t g = 0; g < _groups.size(); ++g) {
+            if (!check(context, evaluate(*_groups[g], *batch, state.keys[g]))) {
+                return;
+            }
+            state.key_data[g] = column_data(state.keys[g]);
+        }
+        for (std::size_t a = 0; a < _aggregates.size(); ++a) {
+            if (_aggregates[a].argument == nullptr) {
+                continue;
+            }
+            if (!check(context, evaluate(*_aggregates[a].argument, *batch, state.arguments[a]))) {
+                return;
+            }
+            state.argument_data[a] = column_data(state.arguments[a]);
+        }
+        state.rows.resize(count);
+        if (grouped()) {
+            state.hashes.resize(count);
+            KeyLayout::hash_rows(state.key_data.data(), static_cast<std::uint32_t>(_groups.size()), *batch,
+                                 count, state.hashes.data());
+            for (std::uint32_t i = 0; i < count; ++i) {
+                const std::uint32_t row = batch->row(i);
+                RowTable &table = state.groups[partition_of(state.hashes[i])];
+                state.rows[i] =
+                    table
+                        .find_or_insert(
+                            state.hashes[i],
+                            [&](const std::byte *candidate) {
+                                return _key.equals(RowTable::key_of(candidate), state.key_data.data(), row);
+                            },
+                            [&](std::byte *fresh) {
+                                _key.store(RowTable::key_of(fresh), state.key_data.data(), row, state.arena);
+                            })
+                        .first;
+            }
+        } else {
+            std::fill(state.rows.begin(), state.rows.end(), state.scalar.get());
+        }
+        bool ok = true;
+        for (std::size_t a = 0; a < _aggregates.size(); ++a) {
+            const AggregateInfo &aggregate = _aggregates[a];
+            if (aggregate.distinct >= 0) {
+                insert_distinct(state, a, *batch, count);
+            } else {
+                ok = update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count,
+                            state.arena) &&
+                     ok;
+            }
+        }
+        // The evaluated vectors may view the batch, which dies now.
+        for (Vector &vector : state.keys) {
+            vector = Vector{};
+        }
+        for (Vector &vector : state.arguments) {
+            vector = Vector{};
+        }
+        if (!ok) {
+            context.fail("Overflow in SUM: the exact sum exceeds 128 bits");
+        }
+    }
+
+    [[nodiscard]] std::uint32_t finalize_parts(std::uint16_t /*workers*/) const noexcept override {
+        if (grouped()) {
+            return _partitions;
+        }
+        return _distinct_keys.empty() ? 0U : _partitions;
+    }
+
+    void finalize_part(FlowContext &context, std::uint32_t part) noexcept override {
+        bool ok = true;
+        if (!grouped()) {
+            for (std::size_t d = 0; d < _distinct_keys.size(); ++d) {
+                RowTable &set = merge_distinct(d, part);
+                _distinct_counts[std::size_t{part} * _distinct_keys.size() + d] = set.size();
+            }
+            return;
+        }
+        RowTable &target = _workers[0].groups[part];
+        for (std::uint16_t w = 1; w < _worker_count; ++w) {
+            _workers[w].groups[part].for_each([&](const std::byte *row) {
+                auto [into, inserted] = target.find_or_insert(
+                    RowTable::hash_of(row),
+                    [&](const std::byte *candidate) {
+                        return _key.equals_stored(RowTable::key_of(candidate), RowTable::key_of(row));
+                    },
+                    [&](std::byte *fresh) { std::memcpy(fresh + 8, row + 8, _row_width - 8); });
+                if (!inserted) {
+                    for (const AggregateInfo &aggregate : _aggregates) {
+                        ok = merge_state(aggregate, state_at(into, aggregate.offset),
+                                         state_at(row, aggregate.offset)) &&
+                             ok;
+                    }
+                }
+            });
+        }
+        for (const AggregateInfo &aggregate : _aggregates) {
+            if (aggregate.distinct < 0) {
+                continue;
+            }
+            const RowTable &set = merge_distinct(static_cast<std::size_t>(aggregate.distinct), part);
+            set.for_each([&](const std::byte *entry) {
+                std::byte *group = target.find(RowTable::aux_of(entry), [&](const std::byte *candidate) {
+                    return _key.equals_stored(RowTable::key_of(candidate), RowTable::key_of(entry));
+                });
+                MX_ASSERT(group != nullptr, "a distinct value without its group");
+                ++state_at(group, aggregate.offset).count;
+            });
+        }
+        if (!ok) {
+            context.fail("Overflow in SUM: the exact sum exceeds 128 bits");
+            return;
+        }
+        emit_groups(context, target);
+    }
+
+    void finalize(FlowContext &context) noexcept override {
+        if (grouped()) {
+            return; // the parts emitted the groups
+        }
+        std::byte *into = _workers[0].scalar.get();
+        bool ok = true;
+        for (std::uint16_t w = 1; w < _worker_count; ++w) {
+            for (const AggregateInfo &aggregate : _aggregates) {
+                ok = merge_state(aggregate, state_at(into, aggregate.offset),
+                                 state_at(_workers[w].scalar.get(), aggregate.offset)) &&
+                     ok;
+            }
+        }
+        for (const AggregateInfo &aggregate : _aggregates) {
+            if (aggregate.distinct >= 0) {
+                std::int64_t distinct = 0;
+                for (std::uint32_t p = 0; p < _partitions; ++p) {
+                    distinct += static_cast<std::int64_t>(
+                        _distinct_counts[std::size_t{p} * _distinct_keys.size() +
+                                         static_cast<std::size_t>(aggregate.distinct)]);
+                }
+                state_at(into, aggregate.offset).count = distinct;
+            }
+        }
+        if (!ok) {
+            context.fail("Overflow in SUM: the exact sum exceeds 128 bits");
+            return;
+        }
+        auto batch = make_output(1);
+        if (!write_row(into, *batch, 0)) {
+            context.fail(overflow_message());
+            return;
+        }
+        emit(context, std::move(batch));
+    }
+
+    [[nodiscard]] std::string details() const override {
+        std::string text;
+        if (grouped()) {
+            text.append("keys=[");
+            for (std::size_t g = 0; g < _groups.size(); ++g) {
+                if (g > 0) {
+                    text.append(", ");
+                }
+                text.append(to_string(*_groups[g]));
+            }
+            text.append("] ");
+        }
+        text.append("aggregates=[");
+        for (std::size_t a = 0; a < _aggregates.size(); ++a) {
+            if (a > 0) {
+                text.append(", ");
+            }
+            text.append(function_name(_aggregates[a].function)).append("(");
+            if (_aggregates[a].argument != nullptr) {
+                text.append(to_string(*_aggregates[a].argument));
+            }
+            text.append(")");
+        }
+        text.append("]");
+        return text;
+    }
+
+private:
+    // Owner-private per worker: written by the consume tasks of that worker, then read and
+    // written by the finalize parts (ordered after every consume task by the barrier protocol;
+    // part p touches partition p of every worker and nothing else). Padded: workers write side
+    // by side.
+    struct alignas(system::cache_line_size) WorkerState {
+        std::vector<RowTable> groups;                // [partition]
+        std::vector<std::vector<RowTable>> distinct; // [distinct aggregate][partition]
+        std::unique_ptr<std::byte[]> scalar;         // scalar aggregation: the one state row
+        StringHeap arena;                            // copied key strings and MIN/MAX strings
+        // scratch of the consume tasks
+        std::vector<Vector> keys;
+        std::vector<ColumnData> key_data;
+        std::vector<Vector> arguments;
+        std::vector<ColumnData> argument_data;
+        std::vector<ColumnData> distinct_data;
+        std::vector<std::uint64_t> hashes;
+        std::vector<std::byte *> rows;
+    };
+
+    [[nodiscard]] bool grouped() const noexcept { return !_groups.empty(); }
+
+    [[nodiscard]] std::uint32_t partition_of(std::uint64_t hash) const noexcept {
+        return _partition_bits == 0 ? 0U : static_cast<std::uint32_t>(hash >> (64U - _partition_bits));
+    }
+
+    static bool check(FlowContext &context, const EvalStatus &status) noexcept {
+        if (!status.ok()) {
+            context.fail(status.message());
+            return false;
+        }
+        return true;
+    }
+
+    [[nodiscard]] static std::string overflow_message() {
+        return "Overflow in SUM: the result does not fit DECIMAL(38)";
+    }
+
+    void insert_distinct(WorkerState &state, std::size_t aggregate, const Batch &batch,
+                         std::uint32_t count) noexcept {
+        const auto index = static_cast<std::size_t>(_aggregates[aggregate].distinct);
+        const ColumnData argument = state.argument_data[aggregate];
+        const KeyLayout &layout = _distinct_keys[index];
+        std::copy(state.key_data.begin(), state.key_data.end(), state.distinct_data.begin());
+        state.distinct_data[_groups.size()] = argument;
+        for_each_value(batch, count, argument, [&](std::uint32_t i, std::uint32_t row) {
+            const std::uint64_t group_hash = grouped() ? state.hashes[i] : KeyLayout::seed;
+            const std::uint64_t hash =
+                combine_hash(group_hash, hash_cell(argument.physical, argument.cell(row)));
+            RowTable &set = state.distinct[index][partition_of(grouped() ? group_hash : hash)];
+            set.find_or_insert(
+                hash,
+                [&](const std::byte *candidate) {
+                    return layout.equals(RowTable::key_of(candidate), state.distinct_data.data(), row);
+                },
+                [&](std::byte *fresh) {
+                    layout.store(RowTable::key_of(fresh), state.distinct_data.data(), row, state.arena);
+                    RowTable::set_aux(fresh, group_hash);
+                });
+        });
+    }
+
+    /// Merges partition `part` of every worker's distinct set `index` into worker 0's.
+    RowTable &merge_distinct(std::size_t index, std::uint32_t part) {
+        RowTable &target = _workers[0].distinct[index][part];
+        const KeyLayout &layout = _distinct_keys[index];
+        const std::uint32_t width = target.row_width();
+        for (std::uint16_t w = 1; w < _worker_count; ++w) {
+            _workers[w].distinct[index][part].for_each([&](const std::byte *entry) {
+                target.find_or_insert(
+                    RowTable::hash_of(entry),
+                    [&](const std::byte *candidate) {
+                        return layout.equals_stored(RowTable::key_of(candidate), RowTable::key_of(entry));
+                    },
+                    [&](std::byte *fresh) { std::memcpy(fresh + 8, entry + 8, width - 8); });
+            });
+        }
+        return target;
+    }
+
+    [[nodiscard]] std::unique_ptr<Batch> make_output(std::uint32_t rows) const {
+        auto batch = std::make_unique<Batch>();
+        batch->rows = rows;
+        for (const Type &type : _group_types) {
+            batch->columns.emplace_back(type, rows);
+        }
+        for (const AggregateInfo &aggregate : _aggregates) {
+            batch->columns.emplace_back(aggregate.result, rows);
+        }
+        return batch;
+    }
+
+    /// Writes one group (key and aggregate results) as row `out_row`.
+    bool write_row(const std::byte *row, Batch &batch, std::uint32_t out_row) const noexcept {
+        const std::byte *key = RowTable::key_of(row);
+        for (std::uint32_t g = 0; g < _groups.size(); ++g) {
+            Vector &out = batch.columns[g];
+            if (KeyLayout::is_null(key, g)) {
+                out.set_null(out_row);
+            } else {
+                put_cell(out, out_row, KeyLayout::slot(key, g));
+            }
+        }
+        bool ok = true;
+        for (std::size_t a = 0; a < _aggregates.size(); ++a) {
+            ok = write_result(_aggregates[a], state_at(row, _aggregates[a].offset),
+                              batch.columns[_groups.size() + a], out_row) &&
+                 ok;
+        }
+        return ok;
+    }
+
+    void emit_groups(FlowContext &context, const RowTable &table) noexcept {
+        std::uint64_t remaining = table.size();
+        std::unique_ptr<Batch> batch;
+        std::uint32_t filled = 0;
+        bool ok = true;
+        table.for_each([&](const std::byte *row) {
+            if (!ok) {
+                return;
+            }
+            if (batch == nullptr) {
+                const auto rows = static_cast<std::uint32_t>(std::min<std::uint64_t>(remaining, _batch_rows));
+                batch = make_output(rows);
+                filled = 0;
+            }
+            ok = write_row(row, *batch, filled);
+            ++filled;
+            --remaining;
+            if (filled == batch->rows) {
+                emit(context, std::move(batch));
+                batch = nullptr;
+            }
+        });
+        if (!ok) {
+            context.fail(overflow_message());
+        }
+    }
+
+    // Set at construction, read-only during the run.
+    std::vector<ExprPtr> _groups;
+    std::vector<Type> _group_types;
+    std::vector<AggregateInfo> _aggregates;
+    KeyLayout _key;
+    std::vector<KeyLayout> _distinct_keys; // per COUNT DISTINCT: group key + argument
+    std::uint32_t _row_width{0};
+    std::uint32_t _batch_rows;
+    // Set in prepare() on the starting thread, read-only during the run.
+    std::uint16_t _worker_count{0};
+    std::uint32_t _partitions{1};
+    std::uint32_t _partition_bits{0};
+    std::unique_ptr<WorkerState[]> _workers;
+    // Scalar COUNT DISTINCT: [part][distinct aggregate], written by part `part`, read by
+    // finalize() (ordered after every part by the layer).
+    std::vector<std::uint64_t> _distinct_counts;
+};
+
+} // namespace
+
+Compiled compile_aggregate(Compiler &compiler, const PlanNode &node) {
+    const Compiled input = compile(compiler, *node.children.at(0));
+    auto &aggregate = compiler.graph.add<AggregateNode>(node, compiler.options.morsel_rows);
+    compiler.graph.connect(input.output, aggregate.id());
+    return Compiled{aggregate.id(), false};
+}
+
+} // namespace mx::db::detail

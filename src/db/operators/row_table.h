@@ -1,0 +1,284 @@
+#pragma once
+
+// Row storage for hash aggregation: fixed-width rows of a group key and aggregate states in
+// blocks that never move (so pointers into them stay valid while the table grows), found through
+// an open-addressing index of (hash, row pointer) slots. Keys are encoded by a KeyLayout: a NULL
+// mask and one 16-byte slot per key column, strings as references into an arena of the operator.
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <mx/db/types.h>
+#include <mx/db/vector.h>
+#include <mx/util/assert.h>
+
+#include "cells.h"
+
+namespace mx::db::detail {
+
+/// Encoding of a group key: [u64 NULL mask][u64 unused][16-byte slot per column]. A slot holds the
+/// physical value (zero-padded) or a StringRef; NULL columns have their mask bit set and a zero
+/// slot. A layout with more columns whose first columns are those of another layout shares its
+/// encoding as a prefix (the count-distinct sets extend the group key by the argument).
+class KeyLayout {
+public:
+    static constexpr std::uint32_t slot_size = 16;
+    static constexpr std::uint32_t max_columns = 63;
+    static constexpr std::uint64_t seed = 0x2545f4914f6cdd1dULL;
+
+    KeyLayout() = default;
+    explicit KeyLayout(std::vector<PhysicalType> columns) : _columns(std::move(columns)) {
+        MX_ASSERT(_columns.size() <= max_columns, "too many key columns");
+    }
+
+    [[nodiscard]] std::uint32_t columns() const noexcept {
+        return static_cast<std::uint32_t>(_columns.size());
+    }
+    [[nodiscard]] std::uint32_t width() const noexcept { return 16U + slot_size * columns(); }
+    [[nodiscard]] PhysicalType physical(std::uint32_t column) const noexcept { return _columns[column]; }
+
+    [[nodiscard]] static std::uint64_t mask(const std::byte *key) noexcept {
+        std::uint64_t value = 0;
+        std::memcpy(&value, key, 8);
+        return value;
+    }
+    [[nodiscard]] static bool is_null(const std::byte *key, std::uint32_t column) noexcept {
+        return ((mask(key) >> column) & 1U) != 0;
+    }
+    [[nodiscard]] static const std::byte *slot(const std::byte *key, std::uint32_t column) noexcept {
+        return key + 16 + std::size_t{slot_size} * column;
+    }
+
+    /// hashes[i] = seed folded with the cells of live row i (batch.row(i)) of `columns`.
+    static void hash_rows(const ColumnData *columns, std::uint32_t column_count, const Batch &batch,
+                          std::uint32_t count, std::uint64_t *hashes) noexcept {
+        for (std::uint32_t i = 0; i < count; ++i) {
+            hashes[i] = seed;
+        }
+        for (std::uint32_t c = 0; c < column_count; ++c) {
+            fold_column(columns[c], batch, count, hashes);
+        }
+    }
+    /// hashes[i] = combine(hashes[i], cell of live row i) for one column.
+    static void fold_column(const ColumnData &column, const Batch &batch, std::uint32_t count,
+                            std::uint64_t *hashes) noexcept {
+        for (std::uint32_t i = 0; i < count; ++i) {
+            const std::uint32_t row = batch.row(i);
+            const std::uint64_t h =
+                column.is_null(row) ? null_hash : hash_cell(column.physical, column.cell(row));
+            hashes[i] = combine_hash(hashes[i], h);
+        }
+    }
+
+    /// Writes the key of `row` (strings copied into `arena`).
+    void store(std::byte *key, const ColumnData *columns, std::uint32_t row, StringHeap &arena) const {
+        std::uint64_t nulls = 0;
+        std::memset(key, 0, width());
+        for (std::uint32_t c = 0; c < this->columns(); ++c) {
+            if (columns[c].is_null(row)) {
+                nulls |= std::uint64_t{1} << c;
+                continue;
+            }
+            std::byte *target = key + 16 + std::size_t{slot_size} * c;
+            const std::byte *cell = columns[c].cell(row);
+            switch (_columns[c]) {
+            case PhysicalType::string: {
+                StringRef text;
+                std::memcpy(&text, cell, sizeof(StringRef));
+                const StringRef copy = arena.add(text.view());
+                std::memcpy(target, &copy, sizeof(StringRef));
+                break;
+            }
+            case PhysicalType::f64: {
+                double value = 0;
+                std::memcpy(&value, cell, 8);
+                value = normalize_double(value);
+                std::memcpy(target, &value, 8);
+                break;
+            }
+            default:
+                std::memcpy(target, cell, physical_size(_columns[c]));
+                break;
+            }
+        }
+        std::memcpy(key, &nulls, 8);
+    }
+
+    /// Whether the stored key equals the key of `row`.
+    [[nodiscard]] bool equals(const std::byte *key, const ColumnData *columns,
+                              std::uint32_t row) const noexcept {
+        std::uint64_t nulls = 0;
+        for (std::uint32_t c = 0; c < this->columns(); ++c) {
+            if (columns[c].is_null(row)) {
+                nulls |= std::uint64_t{1} << c;
+            }
+        }
+        if (nulls != mask(key)) {
+            return false;
+        }
+        for (std::uint32_t c = 0; c < this->columns(); ++c) {
+            if (((nulls >> c) & 1U) == 0 && !equal_cells(_columns[c], slot(key, c), columns[c].cell(row))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /// Whether two stored keys agree on this layout's columns (a longer key may extend them).
+    [[nodiscard]] bool equals_stored(const std::byte *a, const std::byte *b) const noexcept {
+        const std::uint64_t low = columns() == 0 ? 0 : (~std::uint64_t{0} >> (64U - columns()));
+        if (((mask(a) ^ mask(b)) & low) != 0) {
+            return false;
+        }
+        for (std::uint32_t c = 0; c < columns(); ++c) {
+            if (!is_null(a, c) && !equal_cells(_columns[c], slot(a, c), slot(b, c))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+private:
+    std::vector<PhysicalType> _columns;
+};
+
+/// Rows of `row_width` bytes: [u64 hash][u64 aux][key][payload], zero-initialized on insert. Not
+/// thread-safe: each table is used by one task at a time (worker-local, or one finalize part).
+class RowTable {
+public:
+    static constexpr std::uint32_t header = 16;
+
+    explicit RowTable(std::uint32_t row_width) : _row_width((row_width + 15U) & ~15U) {}
+
+    [[nodiscard]] std::uint64_t size() const noexcept { return _size; }
+    [[nodiscard]] std::uint32_t row_width() const noexcept { return _row_width; }
+
+    [[nodiscard]] static std::uint64_t hash_of(const std::byte *row) noexcept {
+        std::uint64_t value = 0;
+        std::memcpy(&value, row, 8);
+        return value;
+    }
+    [[nodiscard]] static std::uint64_t aux_of(const std::byte *row) noexcept {
+        std::uint64_t value = 0;
+        std::memcpy(&value, row + 8, 8);
+        return value;
+    }
+    static void set_aux(std::byte *row, std::uint64_t aux) noexcept { std::memcpy(row + 8, &aux, 8); }
+    [[nodiscard]] static std::byte *key_of(std::byte *row) noexcept { return row + header; }
+    [[nodiscard]] static const std::byte *key_of(const std::byte *row) noexcept { return row + header; }
+
+    /// The row whose key `equal(row)` accepts, or a new zeroed row with `hash` on which
+    /// `init(row)` ran. Returns the row and whether it was inserted.
+    template <class Equal, class Init>
+    std::pair<std::byte *, bool> find_or_insert(std::uint64_t hash, Equal &&equal, Init &&init) {
+        if ((_size + 1) * 2 > _slots.size()) {
+            grow_index();
+        }
+        std::uint64_t position = hash & _mask;
+        while (true) {
+            Slot &slot = _slots[position];
+            if (slot.row == nullptr) {
+                std::byte *row = allocate_row();
+                std::memcpy(row, &hash, 8);
+                init(row);
+                slot.hash = hash;
+                slot.row = row;
+                ++_size;
+                return {row, true};
+            }
+            if (slot.hash == hash && equal(static_cast<const std::byte *>(slot.row))) {
+                return {slot.row, false};
+            }
+            position = (position + 1) & _mask;
+        }
+    }
+
+    /// The row whose key `equal(row)` accepts, or nullptr.
+    template <class Equal>
+    [[nodiscard]] std::byte *find(std::uint64_t hash, Equal &&equal) const {
+        if (_slots.empty()) {
+            return nullptr;
+        }
+        std::uint64_t position = hash & _mask;
+        while (true) {
+            const Slot &slot = _slots[position];
+            if (slot.row == nullptr) {
+                return nullptr;
+            }
+            if (slot.hash == hash && equal(static_cast<const std::byte *>(slot.row))) {
+                return slot.row;
+            }
+            position = (position + 1) & _mask;
+        }
+    }
+
+    /// Calls f(row) for every row, in insertion order.
+    template <class F>
+    void for_each(F &&f) const {
+        for (const Block &block : _blocks) {
+            for (std::uint32_t i = 0; i < block.used; ++i) {
+                f(block.memory.get() + std::size_t{i} * _row_width);
+            }
+        }
+    }
+
+private:
+    struct Slot {
+        std::uint64_t hash{0};
+        std::byte *row{nullptr};
+    };
+    struct Block {
+        std::unique_ptr<std::byte[]> memory;
+        std::uint32_t capacity{0};
+        std::uint32_t used{0};
+    };
+
+    std::byte *allocate_row() {
+        if (_blocks.empty() || _blocks.back().used == _blocks.back().capacity) {
+            // Doubling blocks: small tables stay small, big ones allocate rarely.
+            const std::uint32_t capacity =
+                _blocks.empty() ? 16U : std::min<std::uint32_t>(_blocks.back().capacity * 2U, 1U << 14U);
+            Block block;
+            block.memory.reset(new std::byte[std::size_t{capacity} * _row_width]);
+            block.capacity = capacity;
+            _blocks.push_back(std::move(block));
+        }
+        Block &block = _blocks.back();
+        std::byte *row = block.memory.get() + std::size_t{block.used} * _row_width;
+        ++block.used;
+        std::memset(row, 0, _row_width);
+        return row;
+    }
+
+    void grow_index() {
+        const std::size_t capacity = _slots.empty() ? 16 : _slots.size() * 2;
+        std::vector<Slot> slots(capacity);
+        const std::uint64_t mask = capacity - 1;
+        for (const Slot &slot : _slots) {
+            if (slot.row == nullptr) {
+                continue;
+            }
+            std::uint64_t position = slot.hash & mask;
+            while (slots[position].row != nullptr) {
+                position = (position + 1) & mask;
+            }
+            slots[position] = slot;
+        }
+        _slots = std::move(slots);
+        _mask = mask;
+    }
+
+    std::uint32_t _row_width;
+    std::uint64_t _size{0};
+    std::uint64_t _mask{0};
+    std::vector<Slot> _slots;
+    std::vector<Block> _blocks;
+};
+
+} // namespace mx::db::detail

@@ -11,6 +11,7 @@ it measured and the targets it can judge. A target that could not be measured is
 the value NA and the reason is printed: nothing is filled in from earlier runs.
 
 Usage: /usr/bin/python3 scripts/demo.py --build-dir build/release [--quick] [--out results]
+       [--suites runtime,sync,bsearch,blinktree,join,tpch] [--tpch-sf 1] [--tpch-rounds 1]
 """
 
 import argparse
@@ -49,6 +50,8 @@ class Context:
         self.build_dir = os.path.abspath(args.build_dir)
         self.out_dir = os.path.abspath(args.out)
         self.quick = args.quick
+        self.tpch_sf = args.tpch_sf
+        self.tpch_rounds = args.tpch_rounds
         self.raw_dir = tempfile.mkdtemp(prefix="mx-demo-")
         self.failures = []
 
@@ -511,6 +514,343 @@ def make_join_plots(csv_path, out_dir):
     return [path] if done.returncode == 0 and os.path.exists(path) else []
 
 
+# ---- TPC-H: TunaDB side by side with DuckDB ----------------------------------------------------
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TPCH_QUERIES = ["1", "3", "5", "6", "7", "8", "9", "10", "12", "14", "19"]
+TPCH_THREADS = (1, 2)
+TPCH_REPS = 5
+# A TunaDB run longer than this many seconds per unit of SF (at least 10 s) is cancelled and
+# its query reported as failed: DuckDB needs about a second for the slowest of these queries at
+# SF 1 on one core, so such a run is far outside the target anyway.
+TPCH_QUERY_TIMEOUT_S_PER_SF = 30
+
+
+def machine_busy_seconds():
+    """Busy time of all CPUs since boot, from /proc/stat (user nice system idle iowait irq softirq steal)."""
+    with open("/proc/stat") as handle:
+        fields = handle.readline().split()
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def run_measured(ctx, command, timeout):
+    """Runs a benchmark process; returns (completed process or None, other_cpu_s, own_cpu_s, wall_s).
+    other_cpu_s is the CPU time every other process used meanwhile: the machine's busy time minus
+    the child's CPU time."""
+    import resource
+    before_busy = machine_busy_seconds()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, timeout=timeout, capture_output=True, text=True, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        ctx.failures.append(f"{' '.join(command)}: timed out after {timeout} s")
+        done = None
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    other = max(0.0, machine_busy_seconds() - before_busy - own)
+    return done, other, own, wall
+
+
+def read_time_csv(path):
+    """{query: row} of a CSV in tpch.py time's format (system,threads,query,median_s,min_s,max_s,reps)."""
+    if not os.path.isfile(path):
+        return {}
+    with open(path, newline="") as handle:
+        return {row["query"]: row for row in csv.DictReader(handle)}
+
+
+def tpch_duckdb_run(ctx, python, data, threads, tag):
+    path = os.path.join(ctx.raw_dir, f"tpch_duckdb_{threads}t_{tag}.csv")
+    command = [python, os.path.join(REPO, "scripts", "tpch.py"), "time", "--data", data, "--threads", str(threads),
+               "--queries", ",".join(TPCH_QUERIES), "--reps", str(TPCH_REPS), "--csv", path]
+    print(f"  tpch: DuckDB, {threads} thread(s) ...", flush=True)
+    done, other, own, wall = run_measured(ctx, command, timeout=1800)
+    load = None
+    if done is not None:
+        for line in done.stdout.splitlines():
+            if ": load " in line:
+                load = float(line.split(": load ")[1].split()[0])
+        if done.returncode != 0:
+            ctx.failures.append(f"{' '.join(command)}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
+    results = {q: {"status": "ok", "median": float(r["median_s"]), "min": float(r["min_s"]),
+                   "max": float(r["max_s"]), "reps": int(r["reps"])} for q, r in read_time_csv(path).items()}
+    for query in TPCH_QUERIES:
+        results.setdefault(query, {"status": "failed", "detail": "DuckDB did not time it"})
+    return {"results": results, "load": load, "other": other, "own": own, "wall": wall, "command": command}
+
+
+def tpch_tunadb_run(ctx, driver, data, answers, threads, tag):
+    """One TunaDB process over the queries; when a runaway query makes the driver give up (the
+    queries after it are 'skipped'), a new process runs the skipped ones."""
+    import json
+    results, load, other, own, wall, commands = {}, None, 0.0, 0.0, 0.0, []
+    pending = list(TPCH_QUERIES)
+    attempt = 0
+    while pending:
+        attempt += 1
+        path = os.path.join(ctx.raw_dir, f"tpch_tunadb_{threads}t_{tag}_{attempt}.csv")
+        status_path = path[:-4] + ".json"
+        timeout = max(10.0, TPCH_QUERY_TIMEOUT_S_PER_SF * ctx.tpch_sf)
+        command = [driver, "--data", data, "--threads", str(threads), "--queries", ",".join(pending),
+                   "--reps", str(TPCH_REPS), "--warmup", "1", "--answers", answers, "--timeout",
+                   f"{timeout:g}", "--cancel-grace", "5", "--quiet", "--csv", path, "--json", status_path]
+        commands.append(command)
+        print(f"  tpch: TunaDB, {threads} thread(s){'' if attempt == 1 else ', queries ' + ','.join(pending)} ...",
+              flush=True)
+        done, o, w, t = run_measured(ctx, command, timeout=1800)
+        other, own, wall = other + o, own + w, wall + t
+        try:
+            with open(status_path) as handle:
+                status = json.load(handle)
+        except (OSError, ValueError):
+            status = {"queries": []}
+        if done is not None and done.returncode not in (0, 1):
+            ctx.failures.append(f"{' '.join(command)}: exit {done.returncode}: {done.stderr.strip()[-500:]}")
+        if load is None and status.get("load_s") is not None:
+            load = float(status["load_s"])
+        retry = []
+        for entry in status["queries"]:
+            query = entry["query"]
+            if entry["status"] in ("skipped", "pending"):
+                retry.append(query)
+            elif entry["status"] in ("ok", "unchecked"):
+                results[query] = {"status": entry["status"], "median": float(entry["median_s"]),
+                                  "min": float(entry["min_s"]), "max": float(entry["max_s"]),
+                                  "reps": int(entry["reps"])}
+            else:
+                results[query] = {"status": entry["status"], "detail": entry.get("detail", "")}
+                print(f"    TunaDB q{query}, {threads} thread(s): {entry['status']}: {entry.get('detail', '')[:300]}",
+                      flush=True)
+        # A process that died without a status file leaves its queries unmeasured, not retried.
+        pending = retry if retry and retry != pending else []
+    for query in TPCH_QUERIES:
+        results.setdefault(query, {"status": "failed", "detail": "TunaDB did not time it (crash?)"})
+    return {"results": results, "load": load, "other": other, "own": own, "wall": wall, "command": commands[0]}
+
+
+def geometric_mean(values):
+    import math
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def tpch_suite(ctx):
+    sf = ctx.tpch_sf
+    sf_name = format(sf, "g")
+    targets = [Target(f"tpch_sf1_duckdb_over_tunadb_{t}t", None, "ratio", ">= 0.33") for t in TPCH_THREADS]
+    driver = ctx.binary("tpch/mx_bench_tpch")
+    if driver is None:
+        return missing_driver(ctx, "tpch", "mx_bench_tpch", targets)
+    python = os.path.join(REPO, "build", "venv", "bin", "python")
+    if not os.access(python, os.X_OK):
+        for target in targets:
+            target.note = "build/venv is missing: run `make deps` (DuckDB 1.5.5)"
+        ctx.failures.append("tpch: build/venv/bin/python missing (make deps)")
+        return "tpch", [], targets
+    data = os.path.join(REPO, "build", "tpch", f"sf{sf_name}")
+    answers = data + "-answers"
+    tpch_py = os.path.join(REPO, "scripts", "tpch.py")
+    print(f"  tpch: data at SF {sf_name} in {os.path.relpath(data)} (generated once, then cached) ...", flush=True)
+    done = subprocess.run([python, tpch_py, "gen", "--sf", sf_name, "--out", data], capture_output=True, text=True)
+    if done.returncode != 0:
+        ctx.failures.append(f"tpch.py gen --sf {sf_name}: {done.stderr.strip()[-500:]}")
+        for target in targets:
+            target.note = "no TPC-H data"
+        return "tpch", [], targets
+    print("    " + done.stdout.strip(), flush=True)
+    marker = os.path.join(data, ".complete")
+    fresh = all(os.path.isfile(os.path.join(answers, f"q{q}.csv")) and
+                os.path.getmtime(os.path.join(answers, f"q{q}.csv")) >= os.path.getmtime(marker)
+                for q in TPCH_QUERIES)
+    if not fresh:
+        print("  tpch: DuckDB's answers for validation ...", flush=True)
+        done = subprocess.run([python, tpch_py, "answers", "--data", data, "--out", answers,
+                               "--queries", ",".join(TPCH_QUERIES)], capture_output=True, text=True)
+        if done.returncode != 0:
+            ctx.failures.append(f"tpch.py answers: {done.stderr.strip()[-500:]}")
+            for target in targets:
+                target.note = "no DuckDB answers to validate against"
+            return "tpch", [], targets
+
+    # Interleaved: DuckDB 1 thread, TunaDB 1 thread, DuckDB 2 threads, TunaDB 2 threads, per round.
+    runs = {}
+    for round_index in range(ctx.tpch_rounds):
+        for threads in TPCH_THREADS:
+            runs.setdefault(("duckdb", threads), []).append(
+                tpch_duckdb_run(ctx, python, data, threads, round_index))
+            runs.setdefault(("tunadb", threads), []).append(
+                tpch_tunadb_run(ctx, driver, data, answers, threads, round_index))
+
+    rows = []
+    bench = f"tpch_sf{sf_name}"
+
+    def add(benchmark, variant, workers, metric, value, unit, repetitions):
+        rows.append({"benchmark": benchmark, "variant": variant, "workers": str(workers), "metric": metric,
+                     "value": f"{value:.9g}", "unit": unit, "repetitions": str(repetitions)})
+
+    medians = {}  # (system, threads) -> {query: median over rounds of the per-process medians}
+    for (system, threads), process_runs in runs.items():
+        per_query = {}
+        for query in TPCH_QUERIES:
+            good = [r["results"][query] for r in process_runs if r["results"][query]["status"] in ("ok", "unchecked")]
+            ok = len(good) == len(process_runs)  # a query counts only if it was right in every process
+            add(f"{bench}_q{query}", system, threads, "answer_ok", 1 if ok else 0, "bool", len(process_runs))
+            if ok:
+                value = statistics.median(r["median"] for r in good)
+                per_query[query] = value
+                reps = sum(r["reps"] for r in good)
+                add(f"{bench}_q{query}", system, threads, "median_time", value, "s", reps)
+                add(f"{bench}_q{query}", system, threads, "min_time", min(r["min"] for r in good), "s", reps)
+                add(f"{bench}_q{query}", system, threads, "max_time", max(r["max"] for r in good), "s", reps)
+        medians[(system, threads)] = per_query
+        loads = [r["load"] for r in process_runs if r["load"] is not None]
+        if loads:
+            add(f"{bench}_load", system, threads, "load_time", statistics.median(loads), "s", len(loads))
+        add(bench, system, threads, "other_cpu_seconds", sum(r["other"] for r in process_runs), "s", len(process_runs))
+        add(bench, system, threads, "own_cpu_seconds", sum(r["own"] for r in process_runs), "s", len(process_runs))
+        add(bench, system, threads, "wall_seconds", sum(r["wall"] for r in process_runs), "s", len(process_runs))
+
+    other_total = sum(r["other"] for process_runs in runs.values() for r in process_runs)
+    wall_total = sum(r["wall"] for process_runs in runs.values() for r in process_runs)
+    for target, threads in zip(targets, TPCH_THREADS):
+        duck, tuna = medians.get(("duckdb", threads), {}), medians.get(("tunadb", threads), {})
+        common = [q for q in TPCH_QUERIES if q in duck and q in tuna]
+        missing = [q for q in TPCH_QUERIES if q not in common]
+        if not common:
+            target.note = "no query ran correctly on both systems"
+            continue
+        duck_mean = geometric_mean([duck[q] for q in common])
+        tuna_mean = geometric_mean([tuna[q] for q in common])
+        target.value = duck_mean / tuna_mean
+        add(f"{bench}_geomean", "duckdb", threads, "geomean_time", duck_mean, "s", len(common))
+        add(f"{bench}_geomean", "tunadb", threads, "geomean_time", tuna_mean, "s", len(common))
+        add(f"{bench}_geomean", "duckdb_over_tunadb", threads, "ratio", target.value, "ratio", len(common))
+        failed = []
+        for q in missing:
+            why = []
+            for system in ("duckdb", "tunadb"):
+                if q not in medians.get((system, threads), {}):
+                    result = runs[(system, threads)][-1]["results"][q]
+                    why.append(f"{system} {result['status']}")
+            failed.append(f"q{q} ({', '.join(why)})")
+        subset = (f"over {len(common)} of {len(TPCH_QUERIES)} queries, excluded: {'; '.join(failed)}"
+                  if missing else f"all {len(TPCH_QUERIES)} queries")
+        target.note = (f"SF {sf_name}, {threads} thread(s), {subset}; geomean DuckDB {duck_mean:.4f} s, "
+                       f"TunaDB {tuna_mean:.4f} s; other processes {other_total:.0f} CPU-s in {wall_total:.0f} s")
+        if sf != 1:
+            target.note += f" (measured at SF {sf_name}, the target is for SF 1)"
+    return "tpch", rows, targets
+
+
+def print_tpch_tables(rows):
+    table = plot.lookup(rows)
+    prefix = next((r["benchmark"].split("_q")[0] for r in rows if "_q" in r["benchmark"]), "tpch")
+    print(f"\nTPC-H {prefix.replace('tpch_sf', 'SF ')}: median seconds per query (5 runs after a warm-up, "
+          "DuckDB 1.5.5 vs TunaDB at the same thread count); ratio = DuckDB / TunaDB (> 1: TunaDB faster)")
+    threads_list = sorted({int(r["workers"]) for r in rows})
+    header = f"  {'query':<8}" + "".join(f"{'duckdb ' + str(t) + 't':>11}{'tunadb ' + str(t) + 't':>11}{'ratio':>7}"
+                                          for t in threads_list)
+    print(header)
+    queries = [q for q in TPCH_QUERIES if any((f"{prefix}_q{q}", s, t, "answer_ok") in table
+                                              for s in ("duckdb", "tunadb") for t in threads_list)]
+    for query in queries:
+        cells = []
+        for threads in threads_list:
+            duck = table.get((f"{prefix}_q{query}", "duckdb", threads, "median_time"))
+            tuna = table.get((f"{prefix}_q{query}", "tunadb", threads, "median_time"))
+            cells.append(f"{duck:11.4f}" if duck is not None else f"{'FAILED':>11}")
+            cells.append(f"{tuna:11.4f}" if tuna is not None else f"{'FAILED':>11}")
+            cells.append(f"{duck / tuna:7.2f}" if duck and tuna else f"{'-':>7}")
+        print(f"  q{query:<7}" + "".join(cells))
+    cells = []
+    for threads in threads_list:
+        duck = table.get((f"{prefix}_geomean", "duckdb", threads, "geomean_time"))
+        tuna = table.get((f"{prefix}_geomean", "tunadb", threads, "geomean_time"))
+        ratio = table.get((f"{prefix}_geomean", "duckdb_over_tunadb", threads, "ratio"))
+        cells.append(f"{duck:11.4f}" if duck else f"{'-':>11}")
+        cells.append(f"{tuna:11.4f}" if tuna else f"{'-':>11}")
+        cells.append(f"{ratio:7.2f}" if ratio else f"{'-':>7}")
+    print(f"  {'geomean':<8}" + "".join(cells))
+    counted = {int(r["workers"]): r["repetitions"] for r in rows if r["benchmark"] == f"{prefix}_geomean"}
+    if any(c != str(len(TPCH_QUERIES)) for c in counted.values()):
+        print("  geomean over the queries that ran correctly on both systems: "
+              + ", ".join(f"{t} thread(s): {c} of {len(TPCH_QUERIES)}" for t, c in sorted(counted.items())))
+    for threads in threads_list:
+        loads = [f"{s} {table[(prefix + '_load', s, threads, 'load_time')]:.2f} s" for s in ("duckdb", "tunadb")
+                 if (prefix + "_load", s, threads, "load_time") in table]
+        print(f"  load (separate from the query times), {threads} thread(s): {', '.join(loads)}")
+    other = sum(float(r["value"]) for r in rows if r["metric"] == "other_cpu_seconds")
+    wall = sum(float(r["value"]) for r in rows if r["metric"] == "wall_seconds")
+    if wall > 0:
+        print(f"  load from other processes while measuring: {other:.1f} CPU-s in {wall:.1f} s "
+              f"({100 * other / wall:.0f} % of one core on average); per process group:")
+        for threads in threads_list:
+            for system in ("duckdb", "tunadb"):
+                o = table.get((prefix, system, threads, "other_cpu_seconds"))
+                w = table.get((prefix, system, threads, "wall_seconds"))
+                if o is not None and w:
+                    print(f"    {system} {threads}t: {o:.1f} CPU-s in {w:.1f} s ({100 * o / w:.0f} % of one core)")
+
+
+def make_tpch_plots(csv_path, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    rows = plot.read_rows(csv_path)
+    table = plot.lookup(rows)
+    prefixes = sorted({r["benchmark"].split("_q")[0] for r in rows if "_q" in r["benchmark"]})
+    if not prefixes:
+        return []
+    prefix = prefixes[0]
+    threads_list = sorted({int(r["workers"]) for r in rows})
+    figure, axes = plt.subplots(1, len(threads_list), figsize=(6.5 * len(threads_list), 4.2), squeeze=False,
+                                sharey=True)
+    colors = {"duckdb": "tab:orange", "tunadb": "tab:blue"}
+    times = [float(r["value"]) for r in rows if r["metric"] in ("median_time", "geomean_time")]
+    if not times:
+        plt.close(figure)
+        return []
+    for axis, threads in zip(axes[0], threads_list):
+        counted = next((r["repetitions"] for r in rows if r["benchmark"] == f"{prefix}_geomean"
+                        and int(r["workers"]) == threads), "?")
+        labels = [f"q{q}" for q in TPCH_QUERIES] + [f"geomean\n({counted} of {len(TPCH_QUERIES)})"]
+        for offset, system in enumerate(("duckdb", "tunadb")):
+            values = [table.get((f"{prefix}_q{q}", system, threads, "median_time")) for q in TPCH_QUERIES]
+            values.append(table.get((f"{prefix}_geomean", system, threads, "geomean_time")))
+            xs = [i + (offset - 0.5) * 0.4 for i in range(len(labels))]
+            axis.bar(xs, [v or 0 for v in values], width=0.4, color=colors[system],
+                     label="DuckDB 1.5.5" if system == "duckdb" else "TunaDB")
+            for x, value in zip(xs, values):
+                if value is None:
+                    axis.text(x, 0.03, "failed", rotation=90, ha="center", va="bottom", fontsize=7, color="red",
+                              transform=axis.get_xaxis_transform())
+        ratio = table.get((f"{prefix}_geomean", "duckdb_over_tunadb", threads, "ratio"))
+        axis.set_yscale("log")
+        # Bars on a log axis start at its bottom: keep every bar's top visible, with labels.
+        axis.set_ylim(min(times) / 1.6, max(times) * 1.6)
+        seconds = matplotlib.ticker.FuncFormatter(
+            lambda value, _: f"{value:g}" if f"{value:.0e}"[0] in "125" else "")
+        axis.yaxis.set_major_formatter(seconds)
+        axis.yaxis.set_minor_formatter(seconds)
+        axis.set_xticks(range(len(labels)))
+        axis.set_xticklabels(labels, rotation=45, fontsize=8)
+        axis.set_ylabel("median seconds (log scale)")
+        title = f"{prefix.replace('tpch_sf', 'TPC-H SF ')}, {threads} thread(s)"
+        if ratio:
+            title += f": DuckDB/TunaDB geomean {ratio:.2f}"
+        axis.set_title(title, fontsize=10)
+        axis.grid(axis="y", alpha=0.3, which="both")
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    path = os.path.join(out_dir, "tpch.png")
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return [path]
+
+
 # ---- driver ----------------------------------------------------------------------------------
 
 # Each suite: (title, function(ctx) -> (name, rows, targets), function(rows) printing tables,
@@ -521,6 +861,7 @@ SUITES = [
     ("binary search (interleaving, prefetching)", bsearch_suite, print_bsearch_tables, make_bsearch_plots),
     ("B-link tree (YCSB)", blinktree_suite, print_blinktree_tables, make_blinktree_plots),
     ("radix join (micro partitioning, squads)", join_suite, print_join_tables, make_join_plots),
+    ("TPC-H: TunaDB and DuckDB", tpch_suite, print_tpch_tables, make_tpch_plots),
 ]
 
 
@@ -537,7 +878,21 @@ def main():
     parser.add_argument("--build-dir", default="build/release", help="CMake build directory with the drivers")
     parser.add_argument("--out", default="results", help="directory for CSV files and plots")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (still 5 repetitions)")
+    suite_names = [suite.__name__.removesuffix("_suite") for _, suite, _, _ in SUITES]
+    parser.add_argument("--suites", help=f"comma-separated subset of {','.join(suite_names)} (default: all)")
+    parser.add_argument("--tpch-sf", type=float, default=1.0,
+                        help="TPC-H scale factor (default 1, what the targets are for; 1.1 GB in build/tpch)")
+    parser.add_argument("--tpch-rounds", type=int, default=1,
+                        help="TPC-H rounds of the interleaved DuckDB/TunaDB processes (default 1)")
     args = parser.parse_args()
+    chosen = suite_names if not args.suites else [name.strip() for name in args.suites.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in suite_names]
+    if unknown:
+        print(f"demo.py: unknown suite(s) {', '.join(unknown)} (known: {', '.join(suite_names)})", file=sys.stderr)
+        return 2
+    if args.tpch_sf <= 0 or args.tpch_rounds < 1:
+        print("demo.py: --tpch-sf must be positive and --tpch-rounds at least 1", file=sys.stderr)
+        return 2
     if not os.path.isdir(args.build_dir):
         print(f"demo.py: build directory '{args.build_dir}' does not exist (configure and build first: "
               f"cmake --preset release && cmake --build --preset release)", file=sys.stderr)
@@ -547,6 +902,8 @@ def main():
     all_targets = []
     started = time.monotonic()
     for title, suite, tables, plots in SUITES:
+        if suite.__name__.removesuffix("_suite") not in chosen:
+            continue
         print(f"== {title}", flush=True)
         suite_started = time.monotonic()
         name, rows, targets = suite(ctx)

@@ -77,6 +77,11 @@ public:
     [[nodiscard]] Type type() const noexcept { return _type; }
     [[nodiscard]] std::uint32_t size() const noexcept { return _size; }
     [[nodiscard]] bool is_view() const noexcept { return _is_view; }
+    /// Whether dropping this vector may free memory that views of it point into: it owns its
+    /// values or strings, or keeps other vectors' memory alive.
+    [[nodiscard]] bool holds_memory() const noexcept {
+        return !_is_view || _heap != nullptr || !_keep_alive.empty();
+    }
 
     template <class T>
     [[nodiscard]] const T *data() const noexcept {

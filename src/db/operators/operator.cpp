@@ -46,10 +46,11 @@ public:
             }
         }
         // Results may view the input's vectors (a column reference is a view of the column,
-        // SUBSTRING points into its strings); owning input vectors must outlive them.
+        // SUBSTRING points into its strings); input vectors that own memory, or keep other
+        // vectors' memory alive (a join's gathered columns), must outlive them.
         bool owning_input = false;
         for (const Vector &column : batch.columns) {
-            owning_input = owning_input || !column.is_view();
+            owning_input = owning_input || column.holds_memory();
         }
         if (owning_input) {
             auto input = std::make_shared<std::vector<Vector>>(std::move(batch.columns));

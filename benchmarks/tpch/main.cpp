@@ -1,0 +1,924 @@
+// mx_bench_tpch: TunaDB on TPC-H, timed the way scripts/tpch.py times DuckDB so that both systems
+// can be put side by side (scripts/demo.py, suite tpch; docs/benchmarks/tpch-notes.md).
+//
+//   mx_bench_tpch --data build/tpch/sf1 --threads 2 --queries 1,3,6,14 --reps 5 --warmup 1
+//                 --answers build/tpch/sf1-answers --csv results/tpch_tunadb.csv
+//
+// Starts a runtime with --threads workers, runs DATA/schema.sql and one COPY per table through
+// the SQL front end (the load time is reported on its own), then per query: the warm-up run(s),
+// then --reps timed runs of the query text through Database::query. A time is the whole call:
+// parse, plan, execute and convert the result rows, as DuckDB's time in tpch.py covers executing
+// and fetching. The first run's rows are compared with DuckDB's answer (--answers).
+//
+// --csv gets tpch.py's columns (system,threads,query,median_s,min_s,max_s,reps) for the queries
+// that ran and, where checked, matched; a query that failed or answered wrongly is not a
+// measurement and only appears in the printed table and in --json. Exit code: 0 when every query
+// ran (and matched), 1 when one failed or answered wrongly, 2 on bad options or a failed load.
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <mx/dataflow/graph.h>
+#include <mx/db/executor.h>
+#include <mx/db/types.h>
+#include <mx/sql/database.h>
+#include <mx/tasking/config.h>
+#include <mx/tasking/runtime.h>
+
+#ifndef MX_TPCH_QUERY_DIR
+#define MX_TPCH_QUERY_DIR "tests/db/queries"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// dbgen's load order: every table after the ones its keys refer to.
+constexpr const char *tpch_tables[] = {"region", "nation",   "supplier", "customer",
+                                       "part",   "partsupp", "orders",   "lineitem"};
+
+struct Options {
+    std::string data;
+    unsigned threads{2};
+    std::string queries{"1,3,5,6,7,8,9,10,12,14,19"};
+    unsigned reps{5};
+    unsigned warmup{1};
+    std::string csv;
+    bool append{false};
+    std::string json;
+    std::string queries_dir{MX_TPCH_QUERY_DIR};
+    std::string answers;
+    std::uint32_t morsel_rows{mx::db::ExecutionOptions::default_morsel_rows};
+    bool quiet{false};
+    bool explain{false};
+    double timeout_seconds{0.0};
+    double cancel_grace_seconds{10.0};
+    bool pin{true};
+};
+
+enum class Status : std::uint8_t {
+    pending,   ///< not run (yet)
+    ok,        ///< ran, matched DuckDB's answer
+    unchecked, ///< ran, no answer to compare with
+    wrong,     ///< ran, answer differs: not a valid time
+    failed,    ///< threw or timed out: no time
+    skipped,   ///< not run: an earlier query's cancelled run did not stop (see --cancel-grace)
+};
+
+const char *status_name(Status status) noexcept {
+    switch (status) {
+    case Status::pending:
+        return "pending";
+    case Status::ok:
+        return "ok";
+    case Status::unchecked:
+        return "unchecked";
+    case Status::wrong:
+        return "wrong";
+    case Status::failed:
+        return "failed";
+    case Status::skipped:
+        return "skipped";
+    }
+    return "?";
+}
+
+struct QueryRun {
+    std::string name; // as in tpch.py: "6", "6_2"
+    std::string path;
+    Status status{Status::pending};
+    std::string detail;           // error text or first mismatch
+    std::vector<double> seconds;  // timed runs, whole Database::query call
+    std::vector<double> executes; // the same runs, dataflow execution only
+    std::size_t rows{0};
+};
+
+std::string read_file(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        throw std::runtime_error(std::string("cannot read ").append(path));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// CPU time other processes used while we measured: the busy time of all CPUs (/proc/stat)
+/// minus this process's CPU time. One clock tick (usually 10 ms) per CPU of granularity.
+class LoadMeter {
+public:
+    LoadMeter() noexcept : _machine(machine_busy_seconds()), _own(own_cpu_seconds()) {}
+
+    struct Reading {
+        double other_cpu_seconds;
+        double own_cpu_seconds;
+        double wall_seconds;
+    };
+    [[nodiscard]] Reading read() const noexcept {
+        const double machine = machine_busy_seconds() - _machine;
+        const double own = own_cpu_seconds() - _own;
+        return Reading{std::max(0.0, machine - own), own, seconds_since(_wall)};
+    }
+
+private:
+    static double machine_busy_seconds() noexcept {
+        std::ifstream stat{"/proc/stat"};
+        std::string label;
+        unsigned long long user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+        stat >> label >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal;
+        if (!stat || label != "cpu") {
+            return 0.0;
+        }
+        return static_cast<double>(user + nice + sys + irq + softirq + steal) /
+               static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+    static double own_cpu_seconds() noexcept {
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+        const auto seconds = [](const timeval &t) {
+            return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+        };
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    }
+
+    double _machine;
+    double _own;
+    std::chrono::steady_clock::time_point _wall{std::chrono::steady_clock::now()};
+};
+
+// ---- queries and DuckDB's answers ----------------------------------------------------------------
+
+std::vector<std::string> split(const std::string &text, char separator) {
+    std::vector<std::string> parts;
+    std::string part;
+    std::istringstream in(text);
+    while (std::getline(in, part, separator)) {
+        parts.push_back(part);
+    }
+    return parts;
+}
+
+std::string trim(std::string_view text) {
+    const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+    while (!text.empty() && space(text.front())) {
+        text.remove_prefix(1);
+    }
+    while (!text.empty() && space(text.back())) {
+        text.remove_suffix(1);
+    }
+    return std::string(text);
+}
+
+/// "6" -> DIR/q6.sql, "6_2" -> DIR/params/q6_2.sql (tpch.py's names).
+QueryRun resolve_query(const std::string &directory, std::string name) {
+    name = trim(name);
+    if (!name.empty() && (name.front() == 'q' || name.front() == 'Q')) {
+        name.erase(0, 1);
+    }
+    if (name.empty()) {
+        throw std::runtime_error("--queries: empty query name");
+    }
+    const std::string file = std::string("q").append(name).append(".sql");
+    for (const fs::path &candidate : {fs::path(directory) / file, fs::path(directory) / "params" / file}) {
+        if (fs::is_regular_file(candidate)) {
+            QueryRun run;
+            run.name = name;
+            run.path = candidate.string();
+            return run;
+        }
+    }
+    throw std::runtime_error(std::string("no query ").append(file).append(" under ").append(directory));
+}
+
+/// DuckDB's answer (tpch.py answers): column types and rows of fields, nullopt = NULL.
+struct Answer {
+    std::vector<std::string> types;
+    std::vector<std::vector<std::optional<std::string>>> rows;
+};
+
+/// One line of tpch.py's CSV: ',' separated, '"' quoted with doubled quotes; an unquoted empty
+/// field is NULL, and so is the empty line of a one-column NULL row.
+std::vector<std::optional<std::string>> parse_csv_line(const std::string &line) {
+    std::vector<std::optional<std::string>> fields;
+    std::string field;
+    bool quoted = false;
+    bool was_quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (quoted) {
+            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+                field.push_back('"');
+                ++i;
+            } else if (c == '"') {
+                quoted = false;
+            } else {
+                field.push_back(c);
+            }
+        } else if (c == '"') {
+            quoted = true;
+            was_quoted = true;
+        } else if (c == ',') {
+            fields.emplace_back(field.empty() && !was_quoted ? std::nullopt
+                                                             : std::optional<std::string>(field));
+            field.clear();
+            was_quoted = false;
+        } else {
+            field.push_back(c);
+        }
+    }
+    fields.emplace_back(field.empty() && !was_quoted ? std::nullopt : std::optional<std::string>(field));
+    return fields;
+}
+
+std::optional<Answer> read_answer(const std::string &directory, const std::string &name) {
+    const fs::path csv = fs::path(directory) / std::string("q").append(name).append(".csv");
+    const fs::path types = fs::path(directory) / std::string("q").append(name).append(".types");
+    if (!fs::is_regular_file(csv) || !fs::is_regular_file(types)) {
+        return std::nullopt;
+    }
+    Answer answer;
+    std::istringstream type_lines(read_file(types.string()));
+    std::string line;
+    while (std::getline(type_lines, line)) {
+        const std::size_t tab = line.find('\t');
+        if (tab != std::string::npos) {
+            answer.types.push_back(line.substr(tab + 1));
+        }
+    }
+    // TPC-H answers have no line breaks inside fields, so lines are rows.
+    std::istringstream csv_lines(read_file(csv.string()));
+    std::getline(csv_lines, line); // header
+    while (std::getline(csv_lines, line)) {
+        answer.rows.push_back(parse_csv_line(line));
+    }
+    return answer;
+}
+
+/// A number's text without trailing fractional zeros ("17.00" -> "17", "-0.50" -> "-0.5"), so
+/// decimals of different scales compare by value. nullopt when the text is not a plain number.
+std::optional<std::string> canonical_number(const std::string &text) {
+    if (text.empty()) {
+        return std::nullopt;
+    }
+    std::size_t i = text[0] == '-' || text[0] == '+' ? 1 : 0;
+    bool digits = false;
+    bool point = false;
+    for (std::size_t j = i; j < text.size(); ++j) {
+        if (text[j] == '.' && !point) {
+            point = true;
+        } else if (text[j] >= '0' && text[j] <= '9') {
+            digits = true;
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (!digits) {
+        return std::nullopt;
+    }
+    std::string body = text.substr(i);
+    if (point) {
+        while (body.back() == '0') {
+            body.pop_back();
+        }
+        if (body.back() == '.') {
+            body.pop_back();
+        }
+    }
+    while (body.size() > 1 && body.front() == '0' && body[1] != '.') {
+        body.erase(0, 1);
+    }
+    if (body.empty() || body == "0" || body == ".") {
+        return std::string("0");
+    }
+    return text[0] == '-' ? std::string("-").append(body) : body;
+}
+
+/// "" when our cell equals DuckDB's, else why not. Doubles (on either side) within 1e-9
+/// relative; decimals and integers by exact value whatever the scale; everything else by text.
+std::string compare_cell(const mx::db::Value &ours, const std::optional<std::string> &theirs,
+                         const std::string &type) {
+    if (ours.null || !theirs) {
+        return ours.null && !theirs ? std::string() : std::string("NULL mismatch");
+    }
+    const std::string text = ours.to_string();
+    if (text == *theirs) {
+        return {};
+    }
+    if (type == "DOUBLE" || type == "FLOAT" || ours.type.id == mx::db::TypeId::float64) {
+        char *end = nullptr;
+        const double expected = std::strtod(theirs->c_str(), &end);
+        if (end == theirs->c_str() || *end != '\0') {
+            return "not a number";
+        }
+        const double actual =
+            ours.type.id == mx::db::TypeId::float64 ? ours.f64 : std::strtod(text.c_str(), nullptr);
+        if (std::abs(actual - expected) <= 1e-9 * std::max(std::abs(expected), 1e-12)) {
+            return {};
+        }
+        return "differs beyond 1e-9 relative";
+    }
+    const auto a = canonical_number(text);
+    const auto b = canonical_number(*theirs);
+    if (a && b && *a == *b) {
+        return {};
+    }
+    return "differs";
+}
+
+std::string cell_text(const mx::db::Value &value) {
+    return value.null ? std::string("NULL") : value.to_string();
+}
+
+/// A row's key for matching rows regardless of order: the canonical text of every cell DuckDB
+/// does not give as DOUBLE (doubles may differ in the last bits).
+template <class Cell>
+std::string row_key(const std::vector<Cell> &row, const std::vector<std::string> &types,
+                    std::string (*text_of)(const Cell &)) {
+    std::string key;
+    for (std::size_t c = 0; c < row.size() && c < types.size(); ++c) {
+        if (types[c] == "DOUBLE" || types[c] == "FLOAT") {
+            continue;
+        }
+        std::string text = text_of(row[c]);
+        if (auto number = canonical_number(text)) {
+            text = *number;
+        }
+        key.append(text).push_back('\x1f');
+    }
+    return key;
+}
+
+std::string value_key_text(const mx::db::Value &value) { return cell_text(value); }
+std::string answer_key_text(const std::optional<std::string> &field) { return field.value_or("NULL"); }
+
+/// "" when the result equals DuckDB's answer, else the first difference. Rows are compared in
+/// order first; if that fails they are matched as multisets (ties of ORDER BY may come in any
+/// order), so a query whose result only differs in the order of equal sort keys still matches.
+std::string compare_result(const mx::db::QueryResult &result, const Answer &answer) {
+    if (result.columns.size() != answer.types.size()) {
+        std::ostringstream why;
+        why << result.columns.size() << " columns, DuckDB has " << answer.types.size();
+        return why.str();
+    }
+    if (result.rows.size() != answer.rows.size()) {
+        std::ostringstream why;
+        why << result.rows.size() << " rows, DuckDB has " << answer.rows.size();
+        return why.str();
+    }
+    const auto compare_rows = [&](std::size_t ours, std::size_t theirs) -> std::string {
+        const auto &expected = answer.rows[theirs];
+        const auto &row = result.rows[ours];
+        // A one-column NULL row is an empty line in DuckDB's file.
+        if (expected.size() != row.size()) {
+            std::ostringstream why;
+            why << "malformed answer line " << theirs + 2;
+            return why.str();
+        }
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            const std::string problem = compare_cell(row[c], expected[c], answer.types[c]);
+            if (!problem.empty()) {
+                std::ostringstream why;
+                why << "row " << ours + 1 << " column " << result.columns[c].name << ": ours "
+                    << cell_text(row[c]) << ", DuckDB " << expected[c].value_or("NULL") << " (" << problem
+                    << ")";
+                return why.str();
+            }
+        }
+        return {};
+    };
+    std::string first_problem;
+    for (std::size_t r = 0; r < result.rows.size() && first_problem.empty(); ++r) {
+        first_problem = compare_rows(r, r);
+    }
+    if (first_problem.empty()) {
+        return {};
+    }
+    std::vector<std::pair<std::string, std::size_t>> ours;
+    std::vector<std::pair<std::string, std::size_t>> theirs;
+    for (std::size_t r = 0; r < result.rows.size(); ++r) {
+        ours.emplace_back(row_key(result.rows[r], answer.types, &value_key_text), r);
+        theirs.emplace_back(row_key(answer.rows[r], answer.types, &answer_key_text), r);
+    }
+    std::sort(ours.begin(), ours.end());
+    std::sort(theirs.begin(), theirs.end());
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+        if (!compare_rows(ours[i].second, theirs[i].second).empty()) {
+            return first_problem;
+        }
+    }
+    return {};
+}
+
+// ---- loading -----------------------------------------------------------------------------------
+
+/// rows.<table>=N of DATA/.complete (tpch.py gen), to check the loaded row counts.
+std::map<std::string, std::uint64_t> expected_rows(const std::string &data) {
+    std::map<std::string, std::uint64_t> rows;
+    std::ifstream in(fs::path(data) / ".complete");
+    std::string line;
+    while (std::getline(in, line)) {
+        const std::size_t equals = line.find('=');
+        if (line.rfind("rows.", 0) == 0 && equals != std::string::npos) {
+            rows[line.substr(5, equals - 5)] = std::strtoull(line.c_str() + equals + 1, nullptr, 10);
+        }
+    }
+    return rows;
+}
+
+std::string sql_string(const std::string &text) {
+    std::string quoted{"'"};
+    for (const char c : text) {
+        quoted.push_back(c);
+        if (c == '\'') {
+            quoted.push_back('\'');
+        }
+    }
+    quoted.push_back('\'');
+    return quoted;
+}
+
+/// Creates and fills the tables; returns the seconds it took. Throws on any problem.
+double load_tables(mx::sql::Database &db, const std::string &data, bool quiet) {
+    const fs::path schema = fs::path(data) / "schema.sql";
+    if (!fs::is_regular_file(schema)) {
+        throw std::runtime_error(std::string(schema.string())
+                                     .append(" is missing: generate the data with `build/venv/bin/python "
+                                             "scripts/tpch.py gen --sf SF --out ")
+                                     .append(data)
+                                     .append("`"));
+    }
+    const auto expected = expected_rows(data);
+    const auto start = std::chrono::steady_clock::now();
+    db.execute(read_file(schema.string()));
+    for (const char *table : tpch_tables) {
+        const std::string path = (fs::path(data) / std::string(table).append(".tbl")).string();
+        const auto table_start = std::chrono::steady_clock::now();
+        std::string copy{"COPY "};
+        copy.append(table).append(" FROM ").append(sql_string(path)).append(" (DELIMITER '|')");
+        const mx::sql::Result result = db.execute(copy);
+        const std::string &tag = result.last().tag; // "COPY <rows>"
+        const std::uint64_t rows =
+            std::strtoull(tag.c_str() + std::min<std::size_t>(tag.size(), 5), nullptr, 10);
+        const auto wanted = expected.find(table);
+        if (wanted != expected.end() && wanted->second != rows) {
+            std::ostringstream why;
+            why << path << ": loaded " << rows << " rows, .complete says " << wanted->second;
+            throw std::runtime_error(why.str());
+        }
+        if (!quiet) {
+            std::printf("  %-9s %9llu rows  %7.3f s\n", table, static_cast<unsigned long long>(rows),
+                        seconds_since(table_start));
+        }
+    }
+    return seconds_since(start);
+}
+
+// ---- output ------------------------------------------------------------------------------------
+
+std::string json_string(const std::string &text) {
+    std::string out{"\""};
+    for (const char c : text) {
+        switch (c) {
+        case '"':
+            out.append("\\\"");
+            break;
+        case '\\':
+            out.append("\\\\");
+            break;
+        case '\n':
+            out.append("\\n");
+            break;
+        case '\t':
+            out.append("\\t");
+            break;
+        default:
+            if (static_cast<unsigned char>(c) < 0x20) {
+                char escaped[8];
+                std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(c));
+                out.append(escaped);
+            } else {
+                out.push_back(c);
+            }
+        }
+    }
+    out.push_back('"');
+    return out;
+}
+
+std::string number(double value) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.6f", value);
+    return text;
+}
+
+/// Geometric mean of the median times of the queries that count (ran, answer not wrong).
+double geometric_mean(const std::vector<QueryRun> &runs, std::size_t &counted) {
+    double log_sum = 0.0;
+    counted = 0;
+    for (const QueryRun &run : runs) {
+        if ((run.status == Status::ok || run.status == Status::unchecked) && !run.seconds.empty()) {
+            log_sum += std::log(median(run.seconds));
+            ++counted;
+        }
+    }
+    return counted == 0 ? 0.0 : std::exp(log_sum / static_cast<double>(counted));
+}
+
+/// The whole state as JSON (rewritten after every query, so a killed run leaves what it had).
+void write_json(const Options &options, double load_seconds, const std::vector<QueryRun> &runs,
+                const LoadMeter::Reading &load_meter, const LoadMeter::Reading &query_meter, bool finished) {
+    if (options.json.empty()) {
+        return;
+    }
+    std::size_t counted = 0;
+    const double geomean = geometric_mean(runs, counted);
+    std::ostringstream out;
+    out << "{\n  \"system\": \"tunadb\",\n  \"threads\": " << options.threads
+        << ",\n  \"data\": " << json_string(options.data) << ",\n  \"morsel_rows\": " << options.morsel_rows
+        << ",\n  \"reps\": " << options.reps << ",\n  \"warmup\": " << options.warmup
+        << ",\n  \"finished\": " << (finished ? "true" : "false")
+        << ",\n  \"load_s\": " << number(load_seconds)
+        << ",\n  \"load_other_cpu_s\": " << number(load_meter.other_cpu_seconds)
+        << ",\n  \"other_cpu_s\": " << number(query_meter.other_cpu_seconds)
+        << ",\n  \"own_cpu_s\": " << number(query_meter.own_cpu_seconds)
+        << ",\n  \"wall_s\": " << number(query_meter.wall_seconds)
+        << ",\n  \"geomean_s\": " << number(geomean) << ",\n  \"geomean_queries\": " << counted
+        << ",\n  \"queries\": [";
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const QueryRun &run = runs[i];
+        out << (i == 0 ? "\n" : ",\n") << "    {\"query\": " << json_string(run.name)
+            << ", \"status\": " << json_string(status_name(run.status))
+            << ", \"detail\": " << json_string(run.detail) << ", \"rows\": " << run.rows
+            << ", \"reps\": " << run.seconds.size();
+        if (!run.seconds.empty()) {
+            out << ", \"median_s\": " << number(median(run.seconds))
+                << ", \"min_s\": " << number(*std::min_element(run.seconds.begin(), run.seconds.end()))
+                << ", \"max_s\": " << number(*std::max_element(run.seconds.begin(), run.seconds.end()))
+                << ", \"execute_median_s\": " << number(median(run.executes));
+        }
+        out << "}";
+    }
+    out << "\n  ]\n}\n";
+    const std::string temporary = std::string(options.json).append(".tmp");
+    {
+        std::ofstream file(temporary, std::ios::trunc);
+        if (!file) {
+            throw std::runtime_error(std::string("cannot write ").append(temporary));
+        }
+        file << out.str();
+    }
+    fs::rename(temporary, options.json);
+}
+
+/// tpch.py time's CSV, one row per query as soon as it is done.
+class TimeCsv {
+public:
+    explicit TimeCsv(const Options &options) {
+        if (options.csv.empty()) {
+            return;
+        }
+        const fs::path file{options.csv};
+        if (file.has_parent_path()) {
+            fs::create_directories(file.parent_path());
+        }
+        const bool header = !options.append || !fs::exists(file) || fs::file_size(file) == 0;
+        _out.open(options.csv, options.append ? std::ios::app : std::ios::trunc);
+        if (!_out) {
+            throw std::runtime_error(std::string("cannot write ").append(options.csv));
+        }
+        if (header) {
+            _out << "system,threads,query,median_s,min_s,max_s,reps\n";
+        }
+        _out.flush();
+    }
+
+    void row(unsigned threads, const QueryRun &run) {
+        if (!_out.is_open()) {
+            return;
+        }
+        _out << "tunadb," << threads << ',' << run.name << ',' << number(median(run.seconds)) << ','
+             << number(*std::min_element(run.seconds.begin(), run.seconds.end())) << ','
+             << number(*std::max_element(run.seconds.begin(), run.seconds.end())) << ',' << run.seconds.size()
+             << '\n';
+        _out.flush();
+    }
+
+private:
+    std::ofstream _out;
+};
+
+// ---- one query -----------------------------------------------------------------------------------
+
+/// Database::query split into its two steps, plan (parse, bind, optimize) and execute, so that a
+/// watchdog can cancel a run that exceeds --timeout (0 = no limit): one runaway plan must not
+/// cost the whole benchmark. Same work as Database::query. Cancelling only stops new tasks; when
+/// the tasks in flight do not finish within --cancel-grace either (a cross product can keep a
+/// worker busy for minutes), `abandon` records the state and the process exits with code 1.
+mx::db::QueryResult timed_query(mx::sql::Database &db, const std::string &text, const Options &options,
+                                const std::function<void()> &abandon) {
+    const double timeout_seconds = options.timeout_seconds;
+    const mx::db::PlanPtr plan = db.plan(text);
+    mx::db::ExecutionOptions execution = db.options().execution;
+    execution.cancel = mx::dataflow::CancelToken{};
+    if (timeout_seconds <= 0.0) {
+        return mx::db::execute(db.runtime(), *plan, execution);
+    }
+    // `finished` is written by this thread when the run is over and read by the watchdog, both
+    // under `mutex`; the watchdog abandons while holding it, so the run cannot end meanwhile.
+    std::mutex mutex;
+    std::condition_variable finished_signal;
+    bool finished = false;
+    const mx::dataflow::CancelToken token = execution.cancel;
+    std::thread watchdog([&] {
+        std::unique_lock lock(mutex);
+        if (!finished_signal.wait_for(lock, std::chrono::duration<double>(timeout_seconds),
+                                      [&] { return finished; })) {
+            char reason[96];
+            std::snprintf(reason, sizeof(reason), "timed out after %g s (--timeout)", timeout_seconds);
+            token.cancel(reason);
+            const auto grace = std::chrono::duration<double>(options.cancel_grace_seconds);
+            if (!finished_signal.wait_for(lock, grace, [&] { return finished; })) {
+                abandon();
+                std::fflush(nullptr);
+                std::_Exit(1);
+            }
+        }
+    });
+    const auto stop_watchdog = [&] {
+        {
+            const std::lock_guard lock(mutex);
+            finished = true;
+        }
+        finished_signal.notify_one();
+        watchdog.join();
+    };
+    try {
+        mx::db::QueryResult result = mx::db::execute(db.runtime(), *plan, execution);
+        stop_watchdog();
+        return result;
+    } catch (...) {
+        stop_watchdog();
+        throw;
+    }
+}
+
+void run_query(mx::sql::Database &db, const Options &options, QueryRun &run,
+               const std::function<void()> &abandon) {
+    const std::string text = read_file(run.path);
+    std::optional<Answer> answer;
+    if (!options.answers.empty()) {
+        answer = read_answer(options.answers, run.name);
+        if (!answer) {
+            run.detail =
+                std::string("no answer q").append(run.name).append(".csv in ").append(options.answers);
+        }
+    }
+    if (options.explain) {
+        try {
+            std::printf("%s\n", db.explain(text).c_str());
+        } catch (const std::exception &error) {
+            std::printf("EXPLAIN failed: %s\n", error.what());
+        }
+        std::fflush(stdout);
+    }
+    run.status = Status::unchecked;
+    bool checked = false;
+    const unsigned total = options.warmup + options.reps;
+    for (unsigned i = 0; i < total; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        mx::db::QueryResult result;
+        try {
+            result = timed_query(db, text, options, abandon);
+        } catch (const std::exception &error) {
+            run.status = Status::failed;
+            run.detail = error.what();
+            run.seconds.clear();
+            run.executes.clear();
+            return;
+        }
+        const double seconds = seconds_since(start);
+        if (!checked) {
+            checked = true;
+            run.rows = result.row_count();
+            if (answer) {
+                run.detail = compare_result(result, *answer);
+                run.status = run.detail.empty() ? Status::ok : Status::wrong;
+            }
+        }
+        if (i >= options.warmup) {
+            run.seconds.push_back(seconds);
+            run.executes.push_back(std::chrono::duration<double>(result.elapsed).count());
+        }
+    }
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            return trim(line.substr(line.find(':') + 1));
+        }
+    }
+    return "unknown CPU";
+}
+
+void print_query(const QueryRun &query) {
+    if (query.seconds.empty()) {
+        std::printf("%6s %-9s %10s %10s %10s %10s %6s %4s\n", query.name.c_str(), status_name(query.status),
+                    "-", "-", "-", "-", "-", "0");
+    } else {
+        std::printf("%6s %-9s %10.6f %10.6f %10.6f %10.6f %6zu %4zu\n", query.name.c_str(),
+                    status_name(query.status), median(query.seconds),
+                    *std::min_element(query.seconds.begin(), query.seconds.end()),
+                    *std::max_element(query.seconds.begin(), query.seconds.end()), median(query.executes),
+                    query.rows, query.seconds.size());
+    }
+    if (!query.detail.empty()) {
+        std::printf("       %s\n", query.detail.c_str());
+    }
+    std::fflush(stdout);
+}
+
+/// Prints the geometric mean and the load of other processes; returns how many queries failed,
+/// answered wrongly or were skipped.
+std::size_t print_summary(const std::vector<QueryRun> &runs, const LoadMeter::Reading &reading,
+                          const Options &options) {
+    std::size_t counted = 0;
+    const double geomean = geometric_mean(runs, counted);
+    std::size_t bad = 0;
+    std::string bad_names;
+    for (const QueryRun &query : runs) {
+        if (query.status == Status::failed || query.status == Status::wrong ||
+            query.status == Status::skipped) {
+            ++bad;
+            bad_names.append(bad_names.empty() ? "" : ",").append(query.name);
+        }
+    }
+    std::printf("geometric mean of medians: %.6f s over %zu of %zu queries%s%s\n", geomean, counted,
+                runs.size(), bad == 0 ? "" : "; failed, wrong or skipped (excluded): ", bad_names.c_str());
+    std::printf("other processes used %.2f CPU-s during the %.1f s of queries (this process: %.2f CPU-s)\n",
+                reading.other_cpu_seconds, reading.wall_seconds, reading.own_cpu_seconds);
+    if (!options.csv.empty()) {
+        std::printf("wrote %s\n", options.csv.c_str());
+    }
+    std::fflush(stdout);
+    return bad;
+}
+
+int run(const Options &options, const std::string &command) {
+    std::vector<QueryRun> runs;
+    for (const std::string &name : split(options.queries, ',')) {
+        runs.push_back(resolve_query(options.queries_dir, name));
+    }
+    if (!fs::is_directory(options.data)) {
+        throw std::runtime_error(std::string("--data ").append(options.data).append(" is not a directory"));
+    }
+    if (!options.answers.empty() && !fs::is_directory(options.answers)) {
+        throw std::runtime_error(
+            std::string("--answers ").append(options.answers).append(" is not a directory"));
+    }
+    TimeCsv csv(options);
+
+    mx::tasking::RuntimeConfig config;
+    config.workers = static_cast<std::uint16_t>(options.threads);
+    config.pin_workers = options.pin;
+    mx::tasking::Runtime runtime(config);
+    mx::sql::DatabaseOptions database_options;
+    database_options.execution.morsel_rows = options.morsel_rows;
+    mx::sql::Database db(runtime, database_options);
+
+    std::printf("tunadb, threads=%u%s, morsel_rows=%u, %s (%u CPUs online)\n%s\n", options.threads,
+                options.pin ? "" : " (unpinned)", options.morsel_rows, cpu_model().c_str(),
+                static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN)), command.c_str());
+    std::printf("load %s:\n", options.data.c_str());
+    std::fflush(stdout);
+    const LoadMeter load_meter;
+    double load_seconds = 0.0;
+    try {
+        load_seconds = load_tables(db, options.data, options.quiet);
+    } catch (const std::exception &error) {
+        std::fprintf(stderr, "mx_bench_tpch: load failed: %s\n", error.what());
+        return 2;
+    }
+    const LoadMeter::Reading load_reading = load_meter.read();
+    std::printf("load %.3f s (other processes: %.2f CPU-s)\n", load_seconds, load_reading.other_cpu_seconds);
+    std::printf("%6s %-9s %10s %10s %10s %10s %6s %4s\n", "query", "status", "median_s", "min_s", "max_s",
+                "exec_med_s", "rows", "reps");
+    std::fflush(stdout);
+
+    const LoadMeter query_meter;
+    write_json(options, load_seconds, runs, load_reading, query_meter.read(), false);
+    for (std::size_t index = 0; index < runs.size(); ++index) {
+        QueryRun &query = runs[index];
+        // Runs on the watchdog thread while this thread is blocked in the runaway query.
+        const auto abandon = [&] {
+            char detail[160];
+            std::snprintf(detail, sizeof(detail),
+                          "timed out after %g s; the cancelled run did not stop within %g s, so the process "
+                          "gave up",
+                          options.timeout_seconds, options.cancel_grace_seconds);
+            query.status = Status::failed;
+            query.detail = detail;
+            query.seconds.clear();
+            query.executes.clear();
+            print_query(query);
+            for (std::size_t later = index + 1; later < runs.size(); ++later) {
+                runs[later].status = Status::skipped;
+                runs[later].detail =
+                    std::string("not run: q").append(query.name).append(" could not be stopped");
+                print_query(runs[later]);
+            }
+            write_json(options, load_seconds, runs, load_reading, query_meter.read(), true);
+            print_summary(runs, query_meter.read(), options);
+        };
+        run_query(db, options, query, abandon);
+        print_query(query);
+        if (query.status == Status::ok || query.status == Status::unchecked) {
+            csv.row(options.threads, query);
+        }
+        write_json(options, load_seconds, runs, load_reading, query_meter.read(), false);
+    }
+    const LoadMeter::Reading reading = query_meter.read();
+    write_json(options, load_seconds, runs, load_reading, reading, true);
+    return print_summary(runs, reading, options) == 0 ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    Options options;
+    CLI::App app{"TPC-H on TunaDB (SQL front end), timed like scripts/tpch.py times DuckDB"};
+    app.add_option("--data", options.data, "directory from `scripts/tpch.py gen` (schema.sql, <table>.tbl)")
+        ->required();
+    app.add_option("--threads", options.threads, "runtime workers")->check(CLI::Range(1U, 1024U));
+    app.add_option("--queries", options.queries, "comma-separated query names: 1,3,6 or 6_2 (params/)");
+    app.add_option("--reps", options.reps, "timed runs per query")->check(CLI::Range(1U, 1000U));
+    app.add_option("--warmup", options.warmup, "untimed runs per query before the timed ones")
+        ->check(CLI::Range(0U, 100U));
+    app.add_option("--csv", options.csv,
+                   "write tpch.py's CSV (system,threads,query,median_s,min_s,max_s,reps)");
+    app.add_flag("--append", options.append, "append to --csv instead of replacing it");
+    app.add_option("--json", options.json, "write every query's status, times and the load figures as JSON");
+    app.add_option("--queries-dir", options.queries_dir, "directory of q<N>.sql (and params/)");
+    app.add_option("--answers", options.answers,
+                   "DuckDB's answers (`scripts/tpch.py answers`) to check against");
+    app.add_option("--morsel-rows", options.morsel_rows, "rows per scan task")
+        ->check(CLI::Range(1U, 1U << 20U));
+    app.add_flag("--quiet", options.quiet, "no per-table load lines");
+    app.add_flag("!--no-pin", options.pin, "leave the workers unpinned (the OS may move them between cores)");
+    app.add_option("--timeout", options.timeout_seconds,
+                   "cancel a query run after this many seconds and report the query as failed (0 = never)")
+        ->check(CLI::Range(0.0, 1e6));
+    app.add_option("--cancel-grace", options.cancel_grace_seconds,
+                   "after a timeout, give up and exit (remaining queries skipped) when the cancelled run "
+                   "has not stopped within this many seconds")
+        ->check(CLI::Range(0.0, 1e6));
+    app.add_flag("--explain", options.explain, "print each query's plan (EXPLAIN) before running it");
+    CLI11_PARSE(app, argc, argv);
+
+    std::string command;
+    for (int i = 0; i < argc; ++i) {
+        command.append(i == 0 ? "" : " ").append(argv[i]);
+    }
+    try {
+        return run(options, command);
+    } catch (const std::exception &error) {
+        std::fprintf(stderr, "mx_bench_tpch: %s\n", error.what());
+        return 2;
+    }
+}

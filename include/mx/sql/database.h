@@ -1,0 +1,151 @@
+#pragma once
+
+// TunaDB's SQL front end: a Database runs SQL text against a catalog of tables on a runtime.
+//
+//   mx::tasking::Runtime runtime{};
+//   mx::sql::Database db{runtime};
+//   db.execute("CREATE TABLE t (a INTEGER NOT NULL, b VARCHAR(10)); INSERT INTO t VALUES (1, 'x')");
+//   auto result = db.query("SELECT b, count(*) FROM t GROUP BY b ORDER BY 2 DESC");
+//
+// The grammar is PostgreSQL's (libpg_query); semantics follow DuckDB where the two differ (integer
+// `/` is DOUBLE, CHAR(n) is VARCHAR without padding, string literals adapt to the type they are
+// compared with). Statements: CREATE TABLE, DROP TABLE, COPY ... FROM, INSERT INTO ... VALUES,
+// SELECT, EXPLAIN SELECT. See docs/design/sql.md for the pipeline parse -> bind -> logical plan
+// -> optimize -> physical plan and for what is not supported.
+//
+// Every user error (syntax, unknown names, type mismatches, unsupported features, failed loads,
+// runtime errors of a query) is thrown as SqlError naming the problem and, where there is one,
+// the position in the text passed to execute. An error never leaves the database in a broken
+// state: statements before the failing one keep their effect, the failing one has none.
+//
+// Thread safety: execute, query, explain and plan may be called from several threads at once
+// (the catalog publishes table versions atomically; everything else is per call). Call them from
+// outside the runtime's workers.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <mx/dataflow/graph.h>
+#include <mx/db/catalog.h>
+#include <mx/db/executor.h>
+#include <mx/db/plan.h>
+#include <mx/db/table.h>
+
+namespace mx::tasking {
+class Runtime;
+}
+
+namespace mx::sql {
+
+/// A statement that cannot be run: the message names the problem; position() is the 1-based
+/// character (not byte) in the SQL text at which it was found, 0 when it concerns no particular
+/// place (e.g. a runtime error of a query). what() is the message followed by
+/// " (line L, column C)" when there is a position.
+class SqlError : public std::runtime_error {
+public:
+    SqlError(std::string message, std::uint32_t position, std::uint32_t line, std::uint32_t column);
+    explicit SqlError(std::string message) : SqlError(std::move(message), 0, 0, 0) {}
+
+    [[nodiscard]] const std::string &message() const noexcept { return _message; }
+    [[nodiscard]] std::uint32_t position() const noexcept { return _position; }
+    [[nodiscard]] std::uint32_t line() const noexcept { return _line; }
+    [[nodiscard]] std::uint32_t column() const noexcept { return _column; }
+
+private:
+    std::string _message;
+    std::uint32_t _position{0};
+    std::uint32_t _line{0};
+    std::uint32_t _column{0};
+};
+
+enum class StatementKind : std::uint8_t {
+    query,   ///< SELECT: rows
+    explain, ///< EXPLAIN: text
+    command, ///< DDL, INSERT, COPY: a tag
+};
+
+/// What one statement produced.
+struct StatementResult {
+    StatementKind kind{StatementKind::command};
+    /// PostgreSQL's command tag: "SELECT 4", "CREATE TABLE", "DROP TABLE", "INSERT 0 3",
+    /// "COPY 60175", "EXPLAIN".
+    std::string tag;
+    /// EXPLAIN: the plan text; otherwise empty.
+    std::string text;
+    /// SELECT: the result rows; otherwise empty.
+    db::QueryResult rows;
+};
+
+struct Result {
+    std::vector<StatementResult> statements;
+
+    [[nodiscard]] const StatementResult &last() const { return statements.back(); }
+};
+
+struct DatabaseOptions {
+    /// Passed to every query's execution (a fresh cancel token is used per query).
+    db::ExecutionOptions execution{};
+    /// Tables made by CREATE TABLE.
+    db::TableOptions tables{};
+    /// COPY shows no progress bar unless this is set (and stderr is a terminal).
+    bool copy_progress{false};
+};
+
+class Database {
+public:
+    /// Uses `runtime` (which must outlive the database) for loads and queries.
+    explicit Database(tasking::Runtime &runtime, DatabaseOptions options = {});
+    ~Database();
+    Database(const Database &) = delete;
+    Database &operator=(const Database &) = delete;
+
+    /// Runs one or more statements separated by semicolons, in order. The whole text is parsed
+    /// first (a syntax error anywhere runs nothing); a statement that fails throws SqlError
+    /// after the ones before it have taken effect.
+    Result execute(std::string_view sql);
+    /// Runs a text that is exactly one SELECT and returns its rows.
+    db::QueryResult query(std::string_view sql);
+    /// EXPLAIN of one SELECT (same text as the EXPLAIN statement).
+    std::string explain(std::string_view sql);
+    /// The optimized physical plan of one SELECT, not executed (for tests and tools).
+    db::PlanPtr plan(std::string_view sql);
+
+    /// Cancels every query running in this database right now (any thread, e.g. a Ctrl-C
+    /// handler's helper thread): each fails with SqlError(reason). Loads (COPY) run to the end.
+    void cancel(std::string_view reason = "cancelled") noexcept;
+
+    /// Internal: the statement runner registers each query's cancel token for cancel().
+    class RunningQuery {
+    public:
+        RunningQuery(Database &database, const dataflow::CancelToken &token);
+        ~RunningQuery();
+        RunningQuery(const RunningQuery &) = delete;
+        RunningQuery &operator=(const RunningQuery &) = delete;
+
+    private:
+        Database &_database;
+        std::uint64_t _id;
+    };
+
+    [[nodiscard]] db::Catalog &catalog() noexcept { return _catalog; }
+    [[nodiscard]] const db::Catalog &catalog() const noexcept { return _catalog; }
+    [[nodiscard]] tasking::Runtime &runtime() noexcept { return *_runtime; }
+    [[nodiscard]] const DatabaseOptions &options() const noexcept { return _options; }
+
+private:
+    tasking::Runtime *_runtime;
+    DatabaseOptions _options;
+    db::Catalog _catalog;
+    // Guarded by _running_mutex; written by the threads running queries, read by cancel().
+    std::mutex _running_mutex;
+    std::uint64_t _next_running_id{0};
+    std::vector<std::pair<std::uint64_t, dataflow::CancelToken>> _running;
+};
+
+} // namespace mx::sql

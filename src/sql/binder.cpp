@@ -1,0 +1,910 @@
+#include "binder.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+
+namespace mx::sql::detail {
+
+namespace {
+
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+}
+
+bool equal_names(const std::string &a, const std::string &b) { return lower(a) == lower(b); }
+
+/// Clauses of SELECT that TunaDB does not implement, with the name users know them by.
+void reject_unsupported(const Json &select, Binder &binder) {
+    static const std::pair<const char *, const char *> unsupported[] = {
+        {"windowClause", "WINDOW clauses"},
+        {"lockingClause", "FOR UPDATE/SHARE"},
+        {"intoClause", "SELECT INTO"},
+        {"groupDistinct", "GROUP BY DISTINCT"},
+    };
+    for (const auto &[key, what] : unsupported) {
+        if (select.contains(key)) {
+            std::string message(what);
+            message.append(" are not supported");
+            binder.fail(message, -1);
+        }
+    }
+}
+
+} // namespace
+
+void Binder::fail(const std::string &message, std::int64_t location) const {
+    throw _source.error(message, location >= 0 ? location : _statement_location);
+}
+
+std::vector<const Json *> Binder::split_and(const Json &node, int depth) {
+    if (depth > max_expression_depth) {
+        fail("expression nested too deeply (more than 256 levels)", location_of(node));
+    }
+    std::vector<const Json *> out;
+    if (node_name(node) == "BoolExpr" && string_field(node_body(node), "boolop") == "AND_EXPR") {
+        for (const Json *argument : list_field(node_body(node), "args")) {
+            auto inner = split_and(*argument, depth + 1);
+            out.insert(out.end(), inner.begin(), inner.end());
+        }
+        return out;
+    }
+    out.push_back(&node);
+    return out;
+}
+
+LogicalPtr Binder::one_row_relation() {
+    if (_one_row == nullptr) {
+        db::TableBuilder builder("(no table)",
+                                 db::Schema({db::ColumnDef{"dummy", db::Type::boolean(), false}}));
+        const db::Value value = db::Value::boolean(true);
+        const std::string error = builder.append_row(std::span<const db::Value>(&value, 1));
+        if (!error.empty()) {
+            throw SqlError("internal error: " + error);
+        }
+        _one_row = builder.finish();
+    }
+    std::vector<ColumnId> ids{_columns.add("dummy", db::Type::boolean(), false)};
+    return make_get(_one_row, std::move(ids), "(no table)");
+}
+
+LogicalPtr Binder::bind_table_reference(const Json &range_var, Block &block) {
+    const std::string name = string_field(range_var, "relname");
+    const std::int64_t location = int_field(range_var, "location", -1);
+    const std::string schema = string_field(range_var, "schemaname");
+    if (!string_field(range_var, "catalogname").empty() ||
+        (!schema.empty() && !equal_names(schema, "main") && !equal_names(schema, "public"))) {
+        fail("schemas are not supported: \"" + schema + "\" (tables live in one namespace)", location);
+    }
+    const Json &alias = field(range_var, "alias");
+    // A CTE of this or an enclosing block shadows a table of the same name.
+    if (schema.empty()) {
+        for (Scope *scope = &block.scope; scope != nullptr; scope = scope->parent) {
+            const auto it = scope->ctes.find(lower(name));
+            if (it == scope->ctes.end()) {
+                continue;
+            }
+            for (Scope *s = &block.scope; s != nullptr; s = s->parent) {
+                if (std::find(s->binding_ctes.begin(), s->binding_ctes.end(), lower(name)) !=
+                    s->binding_ctes.end()) {
+                    fail("recursive reference to WITH query \"" + name + "\" is not supported", location);
+                }
+            }
+            Json alias_node = alias.is_object() ? alias : Json::object();
+            if (!alias_node.contains("aliasname")) {
+                alias_node["aliasname"] = name;
+            }
+            return bind_derived_table(*it->second.query, alias_node, location, block, it->second.query,
+                                      &it->second.column_aliases);
+        }
+    }
+    auto table = _catalog.find(name);
+    if (table == nullptr) {
+        fail("table \"" + name + "\" does not exist", location);
+    }
+    RangeEntry entry;
+    entry.alias = alias.is_object() ? string_field(alias, "aliasname") : table->name();
+    const auto column_aliases = list_field(alias, "colnames");
+    if (column_aliases.size() > table->schema().size()) {
+        fail("table \"" + name + "\" has fewer columns than aliases given", location);
+    }
+    std::vector<ColumnId> ids;
+    for (std::size_t i = 0; i < table->schema().size(); ++i) {
+        const auto &definition = table->schema()[i];
+        std::string column = i < column_aliases.size() ? string_value(*column_aliases[i]) : definition.name;
+        ids.push_back(_columns.add(column, definition.type, definition.nullable));
+        entry.names.push_back(std::move(column));
+        entry.ids.push_back(ids.back());
+    }
+    for (const auto &other : block.scope.entries) {
+        if (equal_names(other.alias, entry.alias)) {
+            fail("table name \"" + entry.alias + "\" specified more than once", location);
+        }
+    }
+    block.scope.entries.push_back(std::move(entry));
+    return make_get(std::move(table), std::move(ids), block.scope.entries.back().alias);
+}
+
+LogicalPtr Binder::bind_derived_table(const Json &subquery, const Json &alias, std::int64_t location,
+                                      Block &block, const Json *cte_query,
+                                      const std::vector<std::string> *cte_columns) {
+    if (node_name(subquery) != "SelectStmt") {
+        fail("only SELECT subqueries are supported in FROM", location);
+    }
+    // A derived table sees the enclosing blocks' CTEs but none of their columns (no LATERAL).
+    Scope isolated;
+    isolated.ctes = block.scope.ctes;
+    for (Scope *scope = block.scope.parent; scope != nullptr; scope = scope->parent) {
+        for (const auto &[name, definition] : scope->ctes) {
+            isolated.ctes.emplace(name, definition);
+        }
+    }
+    if (cte_query != nullptr) {
+        isolated.binding_ctes.push_back(lower(string_field(alias, "aliasname")));
+        for (Scope *scope = &block.scope; scope != nullptr; scope = scope->parent) {
+            isolated.binding_ctes.insert(isolated.binding_ctes.end(), scope->binding_ctes.begin(),
+                                         scope->binding_ctes.end());
+        }
+    }
+    BoundQuery bound = bind_select(node_body(subquery), &isolated);
+    RangeEntry entry;
+    entry.alias = alias.is_object() ? string_field(alias, "aliasname") : std::string();
+    if (entry.alias.empty()) {
+        fail("subquery in FROM must have an alias", location);
+    }
+    std::vector<std::string> names = bound.names;
+    std::vector<std::string> aliases;
+    for (const Json *column : list_field(alias, "colnames")) {
+        aliases.push_back(string_value(*column));
+    }
+    if (aliases.empty() && cte_columns != nullptr) {
+        aliases = *cte_columns;
+    }
+    if (aliases.size() > names.size()) {
+        fail("\"" + entry.alias + "\" has " + std::to_string(names.size()) + " columns available but " +
+                 std::to_string(aliases.size()) + " columns specified",
+             location);
+    }
+    for (std::size_t i = 0; i < aliases.size(); ++i) {
+        names[i] = aliases[i];
+    }
+    // Give the derived table's columns their own ids so that name lookups and EXPLAIN show the
+    // alias; a projection of plain column references costs nothing and is pruned away.
+    std::vector<db::ExprPtr> expressions;
+    std::vector<ColumnId> ids;
+    for (std::size_t i = 0; i < bound.plan->output.size(); ++i) {
+        const ColumnId inner = bound.plan->output[i];
+        expressions.push_back(_columns.ref(inner));
+        ids.push_back(_columns.add(names[i], _columns[inner].type, _columns[inner].nullable));
+    }
+    entry.names = names;
+    entry.ids = ids;
+    for (const auto &other : block.scope.entries) {
+        if (equal_names(other.alias, entry.alias)) {
+            fail("table name \"" + entry.alias + "\" specified more than once", location);
+        }
+    }
+    block.scope.entries.push_back(std::move(entry));
+    return make_project(std::move(bound.plan), std::move(expressions), std::move(ids));
+}
+
+LogicalPtr Binder::bind_from(const Json &item, Block &block) {
+    const std::string_view kind = node_name(item);
+    const Json &body = node_body(item);
+    if (kind == "RangeVar") {
+        return bind_table_reference(body, block);
+    }
+    if (kind == "RangeSubselect") {
+        if (bool_field(body, "lateral")) {
+            fail("LATERAL subqueries are not supported", location_of(field(body, "subquery")));
+        }
+        return bind_derived_table(field(body, "subquery"), field(body, "alias"),
+                                  location_of(field(body, "subquery")), block);
+    }
+    if (kind == "JoinExpr") {
+        const std::string type = string_field(body, "jointype");
+        const std::int64_t location = location_of(field(body, "larg"));
+        if (bool_field(body, "isNatural") || field(body, "usingClause").is_array()) {
+            fail("NATURAL joins and JOIN ... USING are not supported (write the condition with ON)",
+                 location);
+        }
+        if (field(body, "alias").is_object()) {
+            fail("aliases of join expressions are not supported", location);
+        }
+        LogicalPtr left = bind_from(field(body, "larg"), block);
+        const std::size_t left_entries = block.scope.entries.size();
+        LogicalPtr right = bind_from(field(body, "rarg"), block);
+        db::JoinKind join_kind = db::JoinKind::inner;
+        bool swap = false;
+        if (type == "JOIN_LEFT") {
+            join_kind = db::JoinKind::left_outer;
+        } else if (type == "JOIN_RIGHT") {
+            join_kind = db::JoinKind::left_outer;
+            swap = true;
+        } else if (type != "JOIN_INNER") {
+            fail("FULL OUTER JOIN is not supported", location);
+        }
+        // The preserved side's columns stay as they are; the other side's become nullable.
+        if (join_kind == db::JoinKind::left_outer) {
+            const std::size_t from = swap ? 0 : left_entries;
+            const std::size_t to = swap ? left_entries : block.scope.entries.size();
+            for (std::size_t e = from; e < to; ++e) {
+                for (ColumnId id : block.scope.entries[e].ids) {
+                    _columns[id].nullable = true;
+                }
+            }
+        }
+        std::vector<db::ExprPtr> conjuncts;
+        const Json &quals = field(body, "quals");
+        if (!quals.is_null()) {
+            Context context;
+            context.scope = &block.scope;
+            context.block = nullptr; // no subqueries in ON
+            context.clause = "JOIN condition";
+            for (const Json *conjunct : split_and(quals, 0)) {
+                db::ExprPtr condition = bind_value(*conjunct, context);
+                if (condition->type().id != db::TypeId::boolean) {
+                    fail("argument of JOIN/ON must be type BOOLEAN, not type " +
+                             condition->type().to_string(),
+                         location_of(*conjunct));
+                }
+                if (!is_true(*condition)) {
+                    conjuncts.push_back(std::move(condition));
+                }
+            }
+        } else if (join_kind != db::JoinKind::inner) {
+            fail("an outer join needs an ON condition", location);
+        }
+        if (swap) {
+            std::swap(left, right);
+        }
+        return make_join(join_kind, std::move(left), std::move(right), std::move(conjuncts));
+    }
+    if (kind == "RangeFunction") {
+        fail("table functions are not supported", location_of(item));
+    }
+    fail("unsupported FROM item: " + std::string(kind), location_of(item));
+}
+
+void Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &block) {
+    const std::string type = string_field(sublink, "subLinkType");
+    const std::int64_t location = int_field(sublink, "location", -1);
+    const Json &subselect = field(sublink, "subselect");
+    if (type == "EXISTS_SUBLINK") {
+        BoundQuery bound = bind_select(node_body(subselect), &block.scope, Correlation::semi_join, true);
+        SemiJoin join;
+        join.kind = negated ? db::JoinKind::anti : db::JoinKind::semi;
+        join.right = std::move(bound.plan);
+        join.conjuncts = std::move(bound.correlated);
+        block.semi_joins.push_back(std::move(join));
+        return;
+    }
+    // x [NOT] IN (SELECT y ...)
+    if (!string_field(sublink, "operName").empty() || list_field(sublink, "operName").size() > 1) {
+        fail("only IN subqueries are supported (not ANY/ALL with an operator)", location);
+    }
+    for (const Json *name : list_field(sublink, "operName")) {
+        if (string_value(*name) != "=") {
+            fail("only IN subqueries are supported (not ANY/ALL with an operator)", location);
+        }
+    }
+    Context context;
+    context.scope = &block.scope;
+    context.block = &block;
+    context.clause = "WHERE";
+    const Json &test = field(sublink, "testexpr");
+    if (node_name(test) == "RowExpr") {
+        fail("IN with several columns is not supported", location);
+    }
+    Bound outer = bind(test, context);
+    if (outer.interval.has_value()) {
+        fail("an interval cannot be compared", outer.location);
+    }
+    BoundQuery bound = bind_select(node_body(subselect), &block.scope, Correlation::semi_join);
+    if (!bound.correlated.empty()) {
+        fail("correlated IN subqueries are not supported (write them with EXISTS)", location);
+    }
+    if (bound.plan->output.size() != 1) {
+        fail("subquery has too many columns", location);
+    }
+    const ColumnId inner = bound.plan->output.front();
+    Bound inner_bound;
+    inner_bound.expr = _columns.ref(inner);
+    inner_bound.location = location;
+    SemiJoin join;
+    join.kind = negated ? db::JoinKind::anti : db::JoinKind::semi;
+    const bool outer_nullable = [&] {
+        for (ColumnId id : columns_of(*outer.expr)) {
+            if (_columns[id].nullable) {
+                return true;
+            }
+        }
+        return false;
+    }();
+    const bool inner_nullable = _columns[inner].nullable;
+    db::ExprPtr outer_expr = outer.expr;
+    join.conjuncts.push_back(compare(db::CompareOp::equal, std::move(outer), inner_bound, location));
+    join.right = std::move(bound.plan);
+    if (negated && (outer_nullable || inner_nullable)) {
+        // NOT IN is NULL (so the row is dropped) when x is NULL and the subquery is not empty,
+        // or when the subquery yields a NULL: an anti join alone would keep such rows. A second
+        // copy of the subquery counts its rows and non-NULL values for a check after the join.
+        BoundQuery copy = bind_select(node_body(subselect), &block.scope, Correlation::none);
+        const ColumnId value = copy.plan->output.front();
+        const ColumnId rows = _columns.add("not_in_rows", db::Type::bigint(), false);
+        const ColumnId values = _columns.add("not_in_values", db::Type::bigint(), false);
+        std::vector<LogicalAggregate> aggregates{
+            LogicalAggregate{db::AggregateFunction::count_star, nullptr, rows},
+            LogicalAggregate{db::AggregateFunction::count, _columns.ref(value), values}};
+        block.leaves.push_back(make_aggregate(std::move(copy.plan), {}, {}, std::move(aggregates)));
+        block.where_conjuncts.push_back(db::expr::equal(_columns.ref(rows), _columns.ref(values)));
+        block.where_conjuncts.push_back(db::expr::logical_or(
+            db::expr::is_null(outer_expr, true),
+            db::expr::equal(_columns.ref(rows), db::expr::constant(db::Value::bigint(0)))));
+    }
+    block.semi_joins.push_back(std::move(join));
+}
+
+void Binder::bind_where_conjunct(const Json &node, Block &block) {
+    const std::string_view kind = node_name(node);
+    const Json &body = node_body(node);
+    if (kind == "SubLink") {
+        const std::string type = string_field(body, "subLinkType");
+        if (type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") {
+            bind_subquery_conjunct(body, false, block);
+            return;
+        }
+    }
+    if (kind == "BoolExpr" && string_field(body, "boolop") == "NOT_EXPR") {
+        const auto arguments = list_field(body, "args");
+        if (arguments.size() == 1 && node_name(*arguments[0]) == "SubLink") {
+            const Json &sublink = node_body(*arguments[0]);
+            const std::string type = string_field(sublink, "subLinkType");
+            if (type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") {
+                bind_subquery_conjunct(sublink, true, block);
+                return;
+            }
+        }
+    }
+    Context context;
+    context.scope = &block.scope;
+    context.block = &block;
+    context.clause = "WHERE";
+    // A correlated scalar subquery can be decorrelated when it is an operand of a comparison
+    // that is a WHERE conjunct (a missing group then drops the row, as NULL would).
+    if (kind == "A_Expr" && string_field(body, "kind") == "AEXPR_OP") {
+        const Json &left = field(body, "lexpr");
+        const Json &right = field(body, "rexpr");
+        if (node_name(right) == "SubLink") {
+            context.decorrelatable = &right;
+        } else if (node_name(left) == "SubLink") {
+            context.decorrelatable = &left;
+        }
+    }
+    block.scope.outer_allowed = true;
+    db::ExprPtr condition = bind_value(node, context);
+    block.scope.outer_allowed = false;
+    if (condition->type().id != db::TypeId::boolean) {
+        fail("argument of WHERE must be type BOOLEAN, not type " + condition->type().to_string(),
+             location_of(node));
+    }
+    std::vector<db::ExprPtr> parts;
+    split_conjuncts(condition, parts);
+    for (auto &part : parts) {
+        if (!is_true(*part)) {
+            block.where_conjuncts.push_back(std::move(part));
+        }
+    }
+}
+
+BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation correlation, bool exists) {
+    struct DepthGuard {
+        int &depth;
+        ~DepthGuard() { --depth; }
+    } guard{++_query_depth};
+    if (_query_depth > max_query_depth) {
+        fail("subqueries nested too deeply (more than 64 levels)", -1);
+    }
+    reject_unsupported(select, *this);
+    const std::string op = string_field(select, "op");
+    if (!op.empty() && op != "SETOP_NONE") {
+        fail("UNION, INTERSECT and EXCEPT are not supported", -1);
+    }
+    if (field(select, "valuesLists").is_array()) {
+        fail("VALUES lists are only supported in INSERT", -1);
+    }
+    Block block;
+    block.scope.parent = outer;
+
+    // WITH: CTEs are inlined at every reference (bound anew, like a view).
+    const Json &with = field(select, "withClause");
+    if (with.is_object()) {
+        if (bool_field(with, "recursive")) {
+            fail("WITH RECURSIVE is not supported", int_field(with, "location", -1));
+        }
+        for (const Json *cte : list_field(with, "ctes")) {
+            const Json &definition = node_body(*cte);
+            CteDefinition entry;
+            entry.query = &field(definition, "ctequery");
+            for (const Json *name : list_field(definition, "aliascolnames")) {
+                entry.column_aliases.push_back(string_value(*name));
+            }
+            const std::string name = lower(string_field(definition, "ctename"));
+            if (!block.scope.ctes.emplace(name, entry).second) {
+                fail("WITH query name \"" + name + "\" specified more than once",
+                     int_field(definition, "location", -1));
+            }
+        }
+    }
+
+    // FROM: comma-separated items are cross products (the optimizer turns them into joins).
+    LogicalPtr tree;
+    for (const Json *item : list_field(select, "fromClause")) {
+        LogicalPtr relation = bind_from(*item, block);
+        tree = tree == nullptr ? std::move(relation)
+                               : make_join(db::JoinKind::inner, std::move(tree), std::move(relation), {});
+    }
+    const bool has_from = tree != nullptr;
+    if (tree == nullptr) {
+        tree = one_row_relation();
+    }
+
+    // WHERE: subquery conjuncts become semi/anti joins, scalar subqueries joined relations.
+    const Json &where = field(select, "whereClause");
+    if (!where.is_null()) {
+        for (const Json *conjunct : split_and(where, 0)) {
+            bind_where_conjunct(*conjunct, block);
+        }
+    }
+
+    BoundQuery result;
+    // Correlation: conjuncts over the enclosing block's columns leave this block.
+    std::vector<db::ExprPtr> inner_keys;
+    {
+        const std::set<ColumnId> outer_ids(block.scope.outer_references.begin(),
+                                           block.scope.outer_references.end());
+        if (!outer_ids.empty() && correlation == Correlation::none) {
+            fail("correlated subqueries are not supported here", -1);
+        }
+        std::vector<db::ExprPtr> local;
+        for (auto &conjunct : block.where_conjuncts) {
+            const auto ids = columns_of(*conjunct);
+            const bool correlated =
+                std::any_of(ids.begin(), ids.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
+            if (!correlated) {
+                local.push_back(std::move(conjunct));
+                continue;
+            }
+            if (correlation == Correlation::semi_join) {
+                result.correlated.push_back(std::move(conjunct));
+                continue;
+            }
+            // group_by_key: inner = outer equalities only.
+            bool ok =
+                conjunct->kind() == db::ExprKind::compare && conjunct->compare_op() == db::CompareOp::equal;
+            if (ok) {
+                const auto left = columns_of(conjunct->child(0));
+                const auto right = columns_of(conjunct->child(1));
+                auto all_outer = [&](const std::vector<ColumnId> &set) {
+                    return !set.empty() && std::all_of(set.begin(), set.end(),
+                                                       [&](ColumnId id) { return outer_ids.count(id) > 0; });
+                };
+                auto none_outer = [&](const std::vector<ColumnId> &set) {
+                    return std::none_of(set.begin(), set.end(),
+                                        [&](ColumnId id) { return outer_ids.count(id) > 0; });
+                };
+                if (all_outer(left) && none_outer(right) && !right.empty()) {
+                    result.outer_keys.push_back(conjunct->children()[0]);
+                    inner_keys.push_back(conjunct->children()[1]);
+                } else if (all_outer(right) && none_outer(left) && !left.empty()) {
+                    result.outer_keys.push_back(conjunct->children()[1]);
+                    inner_keys.push_back(conjunct->children()[0]);
+                } else {
+                    ok = false;
+                }
+            }
+            if (!ok) {
+                fail("correlated scalar subqueries are supported only with equality conditions between an "
+                     "inner and an outer column: " +
+                         db::to_string(*conjunct),
+                     -1);
+            }
+        }
+        block.where_conjuncts = std::move(local);
+    }
+
+    const auto targets = list_field(select, "targetList");
+    const auto sort_clause = list_field(select, "sortClause");
+    const Json &having = field(select, "havingClause");
+    const auto group_clause = list_field(select, "groupClause");
+    bool aggregate = !group_clause.empty() || !having.is_null() || !inner_keys.empty();
+    for (const Json *target : targets) {
+        aggregate = aggregate || contains_aggregate(field(node_body(*target), "val"), 0);
+    }
+    for (const Json *sort : sort_clause) {
+        aggregate = aggregate || contains_aggregate(field(node_body(*sort), "node"), 0);
+    }
+    block.aggregate = aggregate;
+    if (correlation == Correlation::semi_join && !result.correlated.empty() && aggregate) {
+        fail("correlated EXISTS/IN subqueries with aggregates are not supported", -1);
+    }
+
+    if (exists) {
+        // EXISTS looks at rows only: the select list does not matter.
+        for (auto &leaf : block.leaves) {
+            tree = make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
+        }
+        for (auto &semi : block.semi_joins) {
+            tree = make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
+        }
+        if (!block.where_conjuncts.empty()) {
+            tree = make_filter(std::move(tree), std::move(block.where_conjuncts));
+        }
+        if (aggregate || !sort_clause.empty() || field(select, "limitCount").is_object() ||
+            field(select, "distinctClause").is_array()) {
+            if (!result.correlated.empty()) {
+                fail("correlated EXISTS subqueries with GROUP BY, ORDER BY, LIMIT or DISTINCT are not "
+                     "supported",
+                     -1);
+            }
+            // Evaluate the whole block and test it for rows (rare; bound as a normal query).
+            return bind_select(select, outer, Correlation::none, false);
+        }
+        result.plan = std::move(tree);
+        for (ColumnId id : result.plan->output) {
+            result.names.push_back(_columns[id].name);
+        }
+        return result;
+    }
+
+    // GROUP BY keys: expressions over the FROM columns, or select-list aliases and ordinals.
+    AggregateState state;
+    auto target_value = [&](std::size_t index) -> const Json & {
+        return field(node_body(*targets[index]), "val");
+    };
+    auto target_name = [&](std::size_t index) {
+        const std::string alias = string_field(node_body(*targets[index]), "name");
+        return alias.empty() ? column_name(target_value(index)) : alias;
+    };
+    if (aggregate) {
+        for (auto &key : inner_keys) {
+            state.groups.push_back(key);
+            state.group_ids.push_back(
+                _columns.add(_columns[columns_of(*key).front()].name, key->type(), true));
+        }
+        for (const Json *group : group_clause) {
+            const std::string_view kind = node_name(*group);
+            if (kind == "GroupingSet") {
+                fail("GROUPING SETS, ROLLUP and CUBE are not supported", location_of(*group));
+            }
+            const Json *expression = group;
+            // An ordinal or an output column name that is no input column.
+            if (kind == "A_Const" && field(node_body(*group), "ival").is_object()) {
+                const std::int64_t ordinal = int_field(field(node_body(*group), "ival"), "ival");
+                if (ordinal < 1 || static_cast<std::size_t>(ordinal) > targets.size()) {
+                    fail("GROUP BY position " + std::to_string(ordinal) + " is not in select list",
+                         location_of(*group));
+                }
+                expression = &target_value(static_cast<std::size_t>(ordinal - 1));
+            } else if (kind == "ColumnRef") {
+                const auto fields = list_field(node_body(*group), "fields");
+                if (fields.size() == 1 && node_name(*fields[0]) == "String") {
+                    const std::string name = string_value(*fields[0]);
+                    bool input = false;
+                    for (const auto &entry : block.scope.entries) {
+                        for (const auto &column : entry.names) {
+                            input = input || equal_names(column, name);
+                        }
+                    }
+                    if (!input) {
+                        for (std::size_t i = 0; i < targets.size(); ++i) {
+                            if (equal_names(string_field(node_body(*targets[i]), "name"), name)) {
+                                expression = &target_value(i);
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            Context context;
+            context.scope = &block.scope;
+            context.block = &block;
+            context.clause = "GROUP BY";
+            db::ExprPtr key = bind_value(*expression, context);
+            bool duplicate = false;
+            for (const auto &existing : state.groups) {
+                duplicate = duplicate || same_expression(*existing, *key);
+            }
+            if (duplicate) {
+                continue;
+            }
+            std::string name = expression == group ? column_name(*group) : column_name(*expression);
+            state.groups.push_back(key);
+            state.group_ids.push_back(
+                _columns.add(name, key->type(),
+                             key->kind() != db::ExprKind::column || _columns[key->column_index()].nullable));
+        }
+    }
+
+    // Select list (with * expanded), then ORDER BY keys that are not in it.
+    std::vector<db::ExprPtr> expressions;
+    std::vector<std::string> names;
+    {
+        Context context;
+        context.scope = &block.scope;
+        context.block = &block;
+        context.clause = "SELECT";
+        context.aggregates = aggregate ? &state : nullptr;
+        context.after_aggregate = aggregate;
+        for (std::size_t i = 0; i < targets.size(); ++i) {
+            const Json &value = target_value(i);
+            if (node_name(value) == "ColumnRef") {
+                const auto fields = list_field(node_body(value), "fields");
+                if (!fields.empty() && node_name(*fields.back()) == "A_Star") {
+                    std::string qualifier = fields.size() == 2 ? string_value(*fields[0]) : std::string();
+                    if (fields.size() > 2) {
+                        fail("schemas are not supported", location_of(value));
+                    }
+                    bool found = false;
+                    for (const auto &entry : block.scope.entries) {
+                        if (!qualifier.empty() && !equal_names(entry.alias, qualifier)) {
+                            continue;
+                        }
+                        found = true;
+                        for (std::size_t c = 0; c < entry.ids.size(); ++c) {
+                            db::ExprPtr column = _columns.ref(entry.ids[c]);
+                            if (aggregate) {
+                                auto grouped = match_group(column, state);
+                                if (!grouped) {
+                                    fail("column \"" + entry.names[c] +
+                                             "\" must appear in the GROUP BY clause or be used in an "
+                                             "aggregate function",
+                                         location_of(value));
+                                }
+                                column = *grouped;
+                            }
+                            expressions.push_back(column);
+                            names.push_back(entry.names[c]);
+                        }
+                    }
+                    if (!found && !qualifier.empty()) {
+                        fail("missing FROM-clause entry for table \"" + qualifier + "\"", location_of(value));
+                    }
+                    if (!found || (!has_from && qualifier.empty())) {
+                        fail("SELECT * with no tables specified is not valid", location_of(value));
+                    }
+                    continue;
+                }
+            }
+            expressions.push_back(bind_value(value, context));
+            names.push_back(target_name(i));
+        }
+    }
+    const std::size_t visible = expressions.size();
+    if (visible == 0) {
+        fail("a SELECT needs at least one output column", -1);
+    }
+
+    // ORDER BY: an ordinal, an output name, or an expression (matched against the select list
+    // or computed as a hidden column).
+    std::vector<std::pair<std::size_t, const Json *>> order; // expression index, SortBy body
+    const bool distinct = field(select, "distinctClause").is_array();
+    if (distinct && !list_field(select, "distinctClause").empty() &&
+        !list_field(select, "distinctClause").front()->empty()) {
+        fail("DISTINCT ON is not supported", -1);
+    }
+    for (const Json *sort : sort_clause) {
+        const Json &body = node_body(*sort);
+        const Json &key = field(body, "node");
+        if (!string_field(body, "useOp").empty() || field(body, "useOp").is_array()) {
+            fail("ORDER BY ... USING is not supported", location_of(key));
+        }
+        std::optional<std::size_t> index;
+        if (node_name(key) == "A_Const" && field(node_body(key), "ival").is_object()) {
+            const std::int64_t ordinal = int_field(field(node_body(key), "ival"), "ival");
+            if (ordinal < 1 || static_cast<std::size_t>(ordinal) > visible) {
+                fail("ORDER BY position " + std::to_string(ordinal) + " is not in select list",
+                     location_of(key));
+            }
+            index = static_cast<std::size_t>(ordinal - 1);
+        } else if (node_name(key) == "ColumnRef") {
+            const auto fields = list_field(node_body(key), "fields");
+            if (fields.size() == 1 && node_name(*fields[0]) == "String") {
+                const std::string name = string_value(*fields[0]);
+                for (std::size_t i = 0; i < visible; ++i) {
+                    if (equal_names(names[i], name)) {
+                        if (index.has_value() && !same_expression(*expressions[*index], *expressions[i])) {
+                            fail("ORDER BY \"" + name + "\" is ambiguous", location_of(key));
+                        }
+                        index = i;
+                    }
+                }
+            }
+        }
+        if (!index.has_value()) {
+            Context context;
+            context.scope = &block.scope;
+            context.block = &block;
+            context.clause = "ORDER BY";
+            context.aggregates = aggregate ? &state : nullptr;
+            context.after_aggregate = aggregate;
+            db::ExprPtr expression = bind_value(key, context);
+            for (std::size_t i = 0; i < expressions.size() && !index.has_value(); ++i) {
+                if (same_expression(*expressions[i], *expression)) {
+                    index = i;
+                }
+            }
+            if (!index.has_value()) {
+                if (distinct) {
+                    fail("for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+                         location_of(key));
+                }
+                expressions.push_back(std::move(expression));
+                names.push_back("(order key)");
+                index = expressions.size() - 1;
+            }
+        }
+        order.emplace_back(*index, &body);
+    }
+
+    // Assemble: FROM x scalar subqueries -> semi joins -> WHERE -> GROUP BY -> HAVING ->
+    // SELECT -> DISTINCT -> ORDER BY/LIMIT.
+    for (auto &leaf : block.leaves) {
+        tree = make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
+    }
+    for (auto &semi : block.semi_joins) {
+        tree = make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
+    }
+    if (!block.where_conjuncts.empty()) {
+        tree = make_filter(std::move(tree), std::move(block.where_conjuncts));
+    }
+    if (aggregate) {
+        std::vector<db::ExprPtr> having_conjuncts;
+        if (!having.is_null()) {
+            Context context;
+            context.scope = &block.scope;
+            context.block = &block;
+            context.clause = "HAVING";
+            context.aggregates = &state;
+            context.after_aggregate = true;
+            db::ExprPtr condition = bind_value(having, context);
+            if (condition->type().id != db::TypeId::boolean) {
+                fail("argument of HAVING must be type BOOLEAN, not type " + condition->type().to_string(),
+                     location_of(having));
+            }
+            split_conjuncts(condition, having_conjuncts);
+        }
+        tree = make_aggregate(std::move(tree), state.groups, state.group_ids, state.aggregates);
+        for (auto &leaf : block.post_aggregate_leaves) {
+            tree = make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
+        }
+        if (!having_conjuncts.empty()) {
+            tree = make_filter(std::move(tree), std::move(having_conjuncts));
+        }
+        result.single_row = state.groups.empty() && having.is_null();
+    } else {
+        result.single_row = !has_from && where.is_null();
+    }
+
+    std::vector<ColumnId> ids;
+    std::vector<ColumnId> key_outputs;
+    std::vector<db::ExprPtr> projected;
+    for (std::size_t i = 0; i < inner_keys.size(); ++i) {
+        // Decorrelated scalar subquery: the keys come first in the output.
+        projected.push_back(_columns.ref(state.group_ids[i]));
+        key_outputs.push_back(_columns.add(_columns[state.group_ids[i]].name, state.groups[i]->type(), true));
+        ids.push_back(key_outputs.back());
+    }
+    for (std::size_t i = 0; i < expressions.size(); ++i) {
+        const auto &expression = expressions[i];
+        bool nullable = true;
+        if (expression->kind() == db::ExprKind::column) {
+            nullable = _columns[expression->column_index()].nullable;
+        } else if (expression->kind() == db::ExprKind::constant) {
+            nullable = expression->value().null;
+        }
+        ids.push_back(_columns.add(names[i], expression->type(), nullable));
+        projected.push_back(expression);
+    }
+    tree = make_project(std::move(tree), std::move(projected), ids);
+    const std::size_t offset_ids = inner_keys.size();
+
+    if (distinct) {
+        std::vector<db::ExprPtr> groups;
+        std::vector<ColumnId> group_ids;
+        for (std::size_t i = 0; i < visible; ++i) {
+            const ColumnId id = ids[offset_ids + i];
+            groups.push_back(_columns.ref(id));
+            group_ids.push_back(_columns.add(_columns[id].name, _columns[id].type, _columns[id].nullable));
+        }
+        tree = make_aggregate(std::move(tree), std::move(groups), group_ids, {});
+        for (std::size_t i = 0; i < visible; ++i) {
+            ids[offset_ids + i] = group_ids[i];
+        }
+    }
+
+    std::optional<std::uint64_t> limit;
+    std::uint64_t offset = 0;
+    auto constant_count = [&](const Json &node, const char *what) -> std::optional<std::uint64_t> {
+        if (node.is_null()) {
+            return std::nullopt;
+        }
+        Context context;
+        context.clause = what;
+        db::ExprPtr value = bind_value(node, context);
+        if (value->kind() != db::ExprKind::constant) {
+            fail(std::string(what) + " must be a constant", location_of(node));
+        }
+        if (value->value().null) {
+            return std::nullopt;
+        }
+        if (value->type().id != db::TypeId::integer && value->type().id != db::TypeId::bigint) {
+            fail(std::string(what) + " must be an integer, not " + value->type().to_string(),
+                 location_of(node));
+        }
+        if (value->value().i64 < 0) {
+            fail(std::string(what) + " must not be negative", location_of(node));
+        }
+        return static_cast<std::uint64_t>(value->value().i64);
+    };
+    if (string_field(select, "limitOption") == "LIMIT_OPTION_WITH_TIES") {
+        fail("FETCH ... WITH TIES is not supported", -1);
+    }
+    limit = constant_count(field(select, "limitCount"), "LIMIT");
+    offset = constant_count(field(select, "limitOffset"), "OFFSET").value_or(0);
+
+    if (!order.empty()) {
+        std::vector<LogicalSortKey> keys;
+        for (const auto &[index, body] : order) {
+            LogicalSortKey key;
+            key.column = ids[offset_ids + index];
+            key.descending = string_field(*body, "sortby_dir") == "SORTBY_DESC";
+            const std::string nulls = string_field(*body, "sortby_nulls");
+            if (nulls == "SORTBY_NULLS_FIRST") {
+                key.nulls_first = true;
+            } else if (nulls == "SORTBY_NULLS_LAST") {
+                key.nulls_first = false;
+            }
+            keys.push_back(key);
+        }
+        tree = make_sort(std::move(tree), std::move(keys));
+        tree->limit = limit;
+        tree->offset = offset;
+    } else if (limit.has_value() || offset > 0) {
+        tree = make_limit(std::move(tree), limit, offset);
+    }
+
+    if (ids.size() > offset_ids + visible) {
+        // Drop the hidden ORDER BY columns.
+        std::vector<db::ExprPtr> kept;
+        std::vector<ColumnId> kept_ids;
+        for (std::size_t i = 0; i < offset_ids + visible; ++i) {
+            kept.push_back(_columns.ref(ids[i]));
+            kept_ids.push_back(
+                _columns.add(_columns[ids[i]].name, _columns[ids[i]].type, _columns[ids[i]].nullable));
+        }
+        tree = make_project(std::move(tree), std::move(kept), kept_ids);
+        ids = kept_ids;
+    }
+    for (std::size_t i = 0; i < offset_ids; ++i) {
+        result.inner_keys.push_back(ids[i]);
+    }
+    result.plan = std::move(tree);
+    for (std::size_t i = 0; i < visible; ++i) {
+        result.names.push_back(names[i]);
+    }
+    if (offset_ids > 0) {
+        std::vector<std::string> all;
+        for (std::size_t i = 0; i < offset_ids; ++i) {
+            all.push_back(_columns[ids[i]].name);
+        }
+        all.insert(all.end(), result.names.begin(), result.names.end());
+        result.names = std::move(all);
+    }
+    return result;
+}
+
+} // namespace mx::sql::detail

@@ -1,0 +1,188 @@
+#pragma once
+
+// The binder: PostgreSQL parse trees of SELECT statements -> typed logical plans. Resolves
+// table and column names (scopes, aliases, CTEs, correlation with the enclosing query), types
+// every expression with the engine's factories (DuckDB's rules), and rewrites subqueries:
+//   - uncorrelated scalar subqueries become one-row relations joined to the query,
+//   - correlated scalar subqueries (aggregates compared in WHERE) become aggregations grouped
+//     by the correlation columns, joined on them,
+//   - [NOT] EXISTS and [NOT] IN subqueries become semi and anti joins.
+// Every error is an SqlError with the position of the offending name or operator.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mx/db/catalog.h>
+
+#include "logical.h"
+#include "parser.h"
+
+namespace mx::sql::detail {
+
+/// One FROM item as seen by name resolution.
+struct RangeEntry {
+    std::string alias; // as written (compared case-insensitively)
+    std::vector<std::string> names;
+    std::vector<ColumnId> ids;
+};
+
+struct CteDefinition {
+    const Json *query{nullptr};
+    std::vector<std::string> column_aliases;
+};
+
+/// The names visible in one query block.
+struct Scope {
+    Scope *parent{nullptr};
+    std::vector<RangeEntry> entries;
+    std::map<std::string, CteDefinition> ctes; // lower-case name
+    /// Columns of the parent block this block referenced (correlation).
+    std::vector<ColumnId> outer_references;
+    /// Where outer references may appear (only WHERE, whose conjuncts can be decorrelated).
+    bool outer_allowed{false};
+    /// Set while binding the CTE of that name (a CTE cannot refer to itself).
+    std::vector<std::string> binding_ctes;
+};
+
+enum class Correlation : std::uint8_t {
+    none,         ///< the block may not reference the enclosing query
+    semi_join,    ///< WHERE conjuncts referencing the enclosing query are returned (EXISTS, IN)
+    group_by_key, ///< equality conjuncts with the enclosing query become GROUP BY keys (scalar)
+};
+
+struct BoundQuery {
+    LogicalPtr plan;
+    std::vector<std::string> names; // of plan->output
+    /// semi_join: conjuncts over this block's and the enclosing block's columns.
+    std::vector<db::ExprPtr> correlated;
+    /// group_by_key: the enclosing block's side of each key equality, and the output column
+    /// holding this block's side (output = keys..., value).
+    std::vector<db::ExprPtr> outer_keys;
+    std::vector<ColumnId> inner_keys;
+    /// The block yields exactly one row (aggregate without GROUP BY and HAVING, or no FROM).
+    bool single_row{false};
+};
+
+/// Where a bound expression stands, for typing rules that look at the SQL text (DuckDB lets a
+/// string literal take the type of whatever it is compared with; intervals exist only as
+/// operands of date arithmetic).
+struct Bound {
+    db::ExprPtr expr;
+    std::optional<db::Interval> interval;
+    bool string_literal{false};
+    std::int64_t location{-1};
+};
+
+class Binder {
+public:
+    /// `statement_location`: where errors without a place of their own point (the statement).
+    Binder(const Source &source, db::Catalog &catalog, ColumnRegistry &columns,
+           std::int64_t statement_location = 0)
+        : _source(source), _catalog(catalog), _columns(columns), _statement_location(statement_location) {}
+
+    /// Binds a SELECT statement node ({"SelectStmt": ...} body) in `outer`'s scope (nullptr for
+    /// a top-level query).
+    BoundQuery bind_select(const Json &select, Scope *outer, Correlation correlation = Correlation::none,
+                           bool exists = false);
+
+    /// Binds a constant expression (INSERT VALUES): no columns, no subqueries.
+    db::ExprPtr bind_constant(const Json &node);
+
+    [[nodiscard]] ColumnRegistry &columns() noexcept { return _columns; }
+    [[nodiscard]] const Source &source() const noexcept { return _source; }
+
+    /// Maps a CREATE TABLE / CAST type name to a TunaDB type.
+    db::Type bind_type(const Json &type_name);
+
+    /// Throws the SqlError for `message` at byte offset `location` (the statement when < 0).
+    [[noreturn]] void fail(const std::string &message, std::int64_t location) const;
+
+private:
+    struct AggregateState {
+        std::vector<db::ExprPtr> groups;
+        std::vector<ColumnId> group_ids;
+        std::vector<LogicalAggregate> aggregates;
+    };
+
+    struct SemiJoin {
+        db::JoinKind kind{db::JoinKind::semi};
+        LogicalPtr right;
+        std::vector<db::ExprPtr> conjuncts;
+    };
+
+    /// State of one query block while it is bound.
+    struct Block {
+        Scope scope;
+        std::vector<LogicalPtr> leaves;           // joined below WHERE (scalar subqueries)
+        std::vector<db::ExprPtr> where_conjuncts; // incl. conjuncts of decorrelation
+        std::vector<SemiJoin> semi_joins;
+        std::vector<LogicalPtr> post_aggregate_leaves; // scalar subqueries of SELECT/HAVING
+        bool aggregate{false};
+    };
+
+    struct Context {
+        /// Where names are resolved (nullptr: no columns, e.g. LIMIT).
+        Scope *scope{nullptr};
+        /// Where subqueries go (nullptr: subqueries are not allowed here).
+        Block *block{nullptr};
+        AggregateState *aggregates{nullptr};
+        const char *clause{"expression"};
+        /// The scalar subquery node that may be correlated (operand of a WHERE comparison).
+        const Json *decorrelatable{nullptr};
+        /// Scalar subqueries go above the aggregation (SELECT, HAVING of an aggregate query).
+        bool after_aggregate{false};
+        int depth{0};
+    };
+
+    // binder.cpp: query blocks
+    LogicalPtr bind_from(const Json &item, Block &block);
+    LogicalPtr bind_table_reference(const Json &range_var, Block &block);
+    LogicalPtr bind_derived_table(const Json &subquery, const Json &alias, std::int64_t location,
+                                  Block &block, const Json *cte_query = nullptr,
+                                  const std::vector<std::string> *cte_columns = nullptr);
+    LogicalPtr one_row_relation();
+    void bind_where_conjunct(const Json &node, Block &block);
+    void bind_subquery_conjunct(const Json &sublink, bool negated, Block &block);
+    std::vector<const Json *> split_and(const Json &node, int depth);
+
+    // binder_expression.cpp
+    Bound bind(const Json &node, Context &context);
+    db::ExprPtr bind_value(const Json &node, Context &context);
+    Bound bind_column_ref(const Json &body, Context &context);
+    Bound bind_constant_node(const Json &body);
+    Bound bind_a_expr(const Json &body, Context &context);
+    Bound bind_operator(const std::string &op, const Json &body, Context &context);
+    Bound bind_function(const Json &body, Context &context);
+    Bound bind_aggregate(const std::string &name, const Json &body, Context &context);
+    Bound bind_type_cast(const Json &body, Context &context);
+    Bound bind_case(const Json &body, Context &context);
+    Bound bind_sublink(const Json &body, Context &context);
+    db::ExprPtr compare(db::CompareOp op, Bound left, Bound right, std::int64_t location);
+    Bound arithmetic(db::ArithmeticOp op, Bound left, Bound right, std::int64_t location);
+    /// A string literal compared with a non-string takes the other type (DuckDB).
+    void coerce_literals(Bound &a, Bound &b);
+    db::ExprPtr cast_literal(const Bound &literal, db::Type type);
+    db::ExprPtr checked(db::ExprPtr expression, std::int64_t location);
+    bool contains_aggregate(const Json &node, int depth);
+    std::optional<db::ExprPtr> match_group(const db::ExprPtr &expression, const AggregateState &state);
+    std::string column_name(const Json &node);
+    db::Interval parse_interval(const std::string &text, std::int64_t mask, std::int64_t location);
+
+    const Source &_source;
+    db::Catalog &_catalog;
+    ColumnRegistry &_columns;
+    std::shared_ptr<const db::Table> _one_row;
+    std::int64_t _statement_location{0};
+    int _query_depth{0}; // nesting of query blocks being bound
+};
+
+/// Statement depth limit: parse trees nested deeper are refused (binding recurses per level).
+inline constexpr int max_expression_depth = 256;
+/// Query blocks nested deeper (subqueries in subqueries ...) are refused.
+inline constexpr int max_query_depth = 64;
+
+} // namespace mx::sql::detail

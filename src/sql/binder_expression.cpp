@@ -1,0 +1,1207 @@
+// Expression binding: PostgreSQL expression nodes -> typed db::Expr trees over ColumnIds.
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "binder.h"
+
+namespace mx::sql::detail {
+
+namespace {
+
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+}
+
+bool equal_names(const std::string &a, const std::string &b) { return lower(a) == lower(b); }
+
+bool is_aggregate_name(const std::string &name) {
+    return name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max";
+}
+
+/// The function name of a FuncCall without the pg_catalog qualifier, lower case.
+std::string function_name(const Json &body) {
+    const auto names = list_field(body, "funcname");
+    return names.empty() ? std::string() : lower(string_value(*names.back()));
+}
+
+std::string operator_name(const Json &body) {
+    const auto names = list_field(body, "name");
+    return names.empty() ? std::string() : string_value(*names.back());
+}
+
+/// Restores the context's depth on scope exit.
+class DepthGuard {
+public:
+    explicit DepthGuard(int &depth) noexcept : _depth(depth) { ++_depth; }
+    ~DepthGuard() { --_depth; }
+    DepthGuard(const DepthGuard &) = delete;
+    DepthGuard &operator=(const DepthGuard &) = delete;
+
+private:
+    int &_depth;
+};
+
+/// The elements of a {"List": {"items": [...]}} node or of a plain array.
+std::vector<const Json *> list_items(const Json &node) {
+    if (node_name(node) == "List") {
+        return list_field(node_body(node), "items");
+    }
+    std::vector<const Json *> out;
+    if (node.is_array()) {
+        for (const auto &element : node) {
+            out.push_back(&element);
+        }
+    }
+    return out;
+}
+
+bool contains_sublink(const Json &node, int depth) {
+    if (depth > max_expression_depth) {
+        return false;
+    }
+    if (node.is_object()) {
+        if (node.contains("SubLink")) {
+            return true;
+        }
+        for (const auto &item : node.items()) {
+            if (item.value().is_structured() && contains_sublink(item.value(), depth + 1)) {
+                return true;
+            }
+        }
+    } else if (node.is_array()) {
+        for (const auto &element : node) {
+            if (contains_sublink(element, depth + 1)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+} // namespace
+
+bool Binder::contains_aggregate(const Json &node, int depth) {
+    if (depth > max_expression_depth) {
+        return false;
+    }
+    if (node.is_object()) {
+        if (node_name(node) == "FuncCall" && is_aggregate_name(function_name(node_body(node))) &&
+            !field(node_body(node), "over").is_object()) {
+            return true;
+        }
+        if (node_name(node) == "SubLink") {
+            return false;
+        }
+        for (const auto &item : node.items()) {
+            if (item.value().is_structured() && contains_aggregate(item.value(), depth + 1)) {
+                return true;
+            }
+        }
+    } else if (node.is_array()) {
+        for (const auto &element : node) {
+            if (contains_aggregate(element, depth + 1)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+std::optional<db::ExprPtr> Binder::match_group(const db::ExprPtr &expression, const AggregateState &state) {
+    for (std::size_t i = 0; i < state.groups.size(); ++i) {
+        if (same_expression(*state.groups[i], *expression)) {
+            return _columns.ref(state.group_ids[i]);
+        }
+    }
+    return std::nullopt;
+}
+
+std::string Binder::column_name(const Json &node) {
+    const std::string_view kind = node_name(node);
+    const Json &body = node_body(node);
+    if (kind == "ColumnRef") {
+        const auto fields = list_field(body, "fields");
+        return fields.empty() ? std::string("?column?") : string_value(*fields.back());
+    }
+    if (kind == "FuncCall") {
+        return function_name(body);
+    }
+    if (kind == "TypeCast") {
+        return column_name(field(body, "arg"));
+    }
+    if (kind == "CaseExpr") {
+        return "case";
+    }
+    return "?column?";
+}
+
+db::ExprPtr Binder::checked(db::ExprPtr expression, std::int64_t location) {
+    if (expression->kind() != db::ExprKind::constant && expression->is_constant_tree()) {
+        // The factories keep a constant node unfolded when folding fails: report why now.
+        try {
+            return db::expr::constant(db::evaluate_constant(*expression));
+        } catch (const db::EvalError &error) {
+            fail(error.what(), location);
+        }
+    }
+    return expression;
+}
+
+db::ExprPtr Binder::cast_literal(const Bound &literal, db::Type type) {
+    try {
+        return checked(db::expr::cast(literal.expr, type), literal.location);
+    } catch (const db::TypeError &error) {
+        fail(error.what(), literal.location);
+    }
+}
+
+void Binder::coerce_literals(Bound &a, Bound &b) {
+    if (a.string_literal && !b.string_literal && b.expr != nullptr &&
+        b.expr->type().id != db::TypeId::varchar) {
+        a.expr = cast_literal(a, b.expr->type());
+        a.string_literal = false;
+    } else if (b.string_literal && !a.string_literal && a.expr != nullptr &&
+               a.expr->type().id != db::TypeId::varchar) {
+        b.expr = cast_literal(b, a.expr->type());
+        b.string_literal = false;
+    }
+}
+
+db::ExprPtr Binder::compare(db::CompareOp op, Bound left, Bound right, std::int64_t location) {
+    if (left.interval.has_value() || right.interval.has_value()) {
+        fail("intervals cannot be compared", location);
+    }
+    coerce_literals(left, right);
+    try {
+        return db::expr::compare(op, left.expr, right.expr);
+    } catch (const db::TypeError &error) {
+        fail(error.what(), location);
+    }
+}
+
+Bound Binder::arithmetic(db::ArithmeticOp op, Bound left, Bound right, std::int64_t location) {
+    Bound result;
+    result.location = location;
+    if (left.interval.has_value() && right.interval.has_value()) {
+        fail("arithmetic on two intervals is not supported", location);
+    }
+    try {
+        if (right.interval.has_value() || left.interval.has_value()) {
+            const bool interval_right = right.interval.has_value();
+            Bound &date = interval_right ? left : right;
+            const db::Interval interval = interval_right ? *right.interval : *left.interval;
+            if (date.string_literal) {
+                date.expr = cast_literal(date, db::Type::date());
+            }
+            if (op == db::ArithmeticOp::add) {
+                result.expr = db::expr::add_interval(date.expr, interval);
+            } else if (op == db::ArithmeticOp::subtract && interval_right) {
+                result.expr = db::expr::subtract_interval(date.expr, interval);
+            } else {
+                fail("an interval can only be added to or subtracted from a date", location);
+            }
+            return result;
+        }
+        coerce_literals(left, right);
+        result.expr = db::expr::arithmetic(op, left.expr, right.expr);
+    } catch (const db::TypeError &error) {
+        fail(error.what(), location);
+    }
+    return result;
+}
+
+db::Interval Binder::parse_interval(const std::string &text, std::int64_t mask, std::int64_t location) {
+    // PostgreSQL's interval typmod bits (utils/datetime.h).
+    constexpr std::int64_t month_bit = 1 << 1;
+    constexpr std::int64_t year_bit = 1 << 2;
+    constexpr std::int64_t day_bit = 1 << 3;
+    constexpr std::int64_t full_range = 0x7FFF;
+    auto number = [&](const std::string &digits) -> std::int64_t {
+        errno = 0;
+        char *end = nullptr;
+        const long long value = std::strtoll(digits.c_str(), &end, 10);
+        if (digits.empty() || end == nullptr || *end != '\0' || errno != 0 || value > 1000000 ||
+            value < -1000000) {
+            fail("invalid interval value: '" + text + "'", location);
+        }
+        return value;
+    };
+    if (mask >= 0 && mask != full_range) {
+        std::string trimmed = text;
+        trimmed.erase(0, trimmed.find_first_not_of(" \t"));
+        trimmed.erase(trimmed.find_last_not_of(" \t") + 1);
+        const std::int64_t value = number(trimmed);
+        if (mask == year_bit) {
+            return db::Interval::of_years(value);
+        }
+        if (mask == month_bit) {
+            return db::Interval::of_months(value);
+        }
+        if (mask == day_bit) {
+            return db::Interval::of_days(value);
+        }
+        fail("only YEAR, MONTH and DAY intervals are supported", location);
+    }
+    // '1 year 2 months', '90 days', '3 month'
+    db::Interval interval;
+    std::size_t i = 0;
+    bool any = false;
+    while (i < text.size()) {
+        while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])) != 0) {
+            ++i;
+        }
+        if (i >= text.size()) {
+            break;
+        }
+        std::size_t start = i;
+        if (text[i] == '-' || text[i] == '+') {
+            ++i;
+        }
+        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) != 0) {
+            ++i;
+        }
+        const std::int64_t value = number(text.substr(start, i - start));
+        while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])) != 0) {
+            ++i;
+        }
+        start = i;
+        while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i])) != 0) {
+            ++i;
+        }
+        const std::string unit = lower(text.substr(start, i - start));
+        if (unit == "year" || unit == "years" || unit == "y") {
+            interval.months += value * 12;
+        } else if (unit == "month" || unit == "months" || unit == "mon" || unit == "mons") {
+            interval.months += value;
+        } else if (unit == "week" || unit == "weeks") {
+            interval.days += value * 7;
+        } else if (unit == "day" || unit == "days" || unit == "d" || unit.empty()) {
+            interval.days += value;
+        } else {
+            fail("unsupported interval unit \"" + unit + "\" (years, months, weeks and days are supported)",
+                 location);
+        }
+        any = true;
+    }
+    if (!any) {
+        fail("invalid interval value: '" + text + "'", location);
+    }
+    return interval;
+}
+
+db::Type Binder::bind_type(const Json &type_name) {
+    const auto names = list_field(type_name, "names");
+    const std::int64_t location = int_field(type_name, "location", -1);
+    const std::string name = names.empty() ? std::string() : lower(string_value(*names.back()));
+    if (field(type_name, "arrayBounds").is_array()) {
+        fail("array types are not supported", location);
+    }
+    std::vector<std::int64_t> modifiers;
+    for (const Json *modifier : list_field(type_name, "typmods")) {
+        const Json &body = node_body(*modifier);
+        if (node_name(*modifier) != "A_Const" || !field(body, "ival").is_object()) {
+            fail("type modifiers must be integer constants", location_of(*modifier));
+        }
+        modifiers.push_back(int_field(field(body, "ival"), "ival"));
+    }
+    auto length = [&](const char *what) -> std::uint32_t {
+        if (modifiers.size() > 1) {
+            fail(std::string(what) + " takes one length", location);
+        }
+        if (modifiers.empty()) {
+            return 0;
+        }
+        if (modifiers[0] < 1 || modifiers[0] > 10485760) {
+            fail(std::string("length for type ") + what + " must be between 1 and 10485760", location);
+        }
+        return static_cast<std::uint32_t>(modifiers[0]);
+    };
+    if (name == "int4" || name == "int" || name == "integer" || name == "int2" || name == "smallint") {
+        return db::Type::integer();
+    }
+    if (name == "int8" || name == "bigint") {
+        return db::Type::bigint();
+    }
+    if (name == "numeric" || name == "decimal") {
+        if (modifiers.empty()) {
+            return db::Type::decimal(18, 3); // DuckDB's default
+        }
+        if (modifiers.size() > 2) {
+            fail("DECIMAL takes a precision and a scale", location);
+        }
+        const std::int64_t precision = modifiers[0];
+        const std::int64_t scale = modifiers.size() > 1 ? modifiers[1] : 0;
+        if (precision < 1 || precision > db::decimal::max_precision) {
+            fail("DECIMAL precision " + std::to_string(precision) + " must be between 1 and 38", location);
+        }
+        if (scale < 0 || scale > precision) {
+            fail("DECIMAL scale " + std::to_string(scale) + " must be between 0 and the precision", location);
+        }
+        return db::Type::decimal(static_cast<std::uint8_t>(precision), static_cast<std::uint8_t>(scale));
+    }
+    if (name == "float8" || name == "float4" || name == "float" || name == "double" || name == "real") {
+        return db::Type::float64();
+    }
+    if (name == "date") {
+        return db::Type::date();
+    }
+    if (name == "bpchar" || name == "char" || name == "character") {
+        // CHAR(n) is VARCHAR(n) without blank padding, as in DuckDB.
+        const std::uint32_t n = length("CHAR");
+        return db::Type::varchar(n == 0 ? 1 : n);
+    }
+    if (name == "varchar" || name == "text" || name == "string") {
+        return db::Type::varchar(length("VARCHAR"));
+    }
+    if (name == "bool" || name == "boolean") {
+        return db::Type::boolean();
+    }
+    std::string shown = names.empty() ? std::string("?") : string_value(*names.back());
+    if (shown == "int4" || shown == "int8" || shown == "float8") {
+        shown = name;
+    }
+    fail("type \"" + shown +
+             "\" is not supported (INTEGER, BIGINT, DECIMAL, DOUBLE, DATE, CHAR, VARCHAR, BOOLEAN are)",
+         location);
+}
+
+Bound Binder::bind_constant_node(const Json &body) {
+    Bound result;
+    result.location = int_field(body, "location", -1);
+    if (bool_field(body, "isnull")) {
+        result.expr = db::expr::null(db::Type::integer());
+        return result;
+    }
+    if (const Json &ival = field(body, "ival"); ival.is_object()) {
+        const std::int64_t value = int_field(ival, "ival");
+        result.expr = db::expr::constant(db::Value::integer(value));
+        return result;
+    }
+    if (const Json &sval = field(body, "sval"); sval.is_object()) {
+        result.expr = db::expr::constant(db::Value::varchar(string_field(sval, "sval")));
+        result.string_literal = true;
+        return result;
+    }
+    if (const Json &boolval = field(body, "boolval"); boolval.is_object()) {
+        result.expr = db::expr::constant(db::Value::boolean(bool_field(boolval, "boolval")));
+        return result;
+    }
+    if (const Json &fval = field(body, "fval"); fval.is_object()) {
+        const std::string text = string_field(fval, "fval");
+        const bool exponent = text.find_first_of("eE") != std::string::npos;
+        const bool point = text.find('.') != std::string::npos;
+        std::size_t digits = 0;
+        std::size_t scale = 0;
+        bool after_point = false;
+        for (char c : text) {
+            if (c == '.') {
+                after_point = true;
+            } else if (c >= '0' && c <= '9') {
+                ++digits;
+                scale += after_point ? 1 : 0;
+            }
+        }
+        if (!exponent && !point) {
+            // An integer beyond INTEGER: BIGINT, or DECIMAL(38,0) beyond that (DuckDB: HUGEINT).
+            errno = 0;
+            char *end = nullptr;
+            const long long value = std::strtoll(text.c_str(), &end, 10);
+            if (errno == 0 && end != nullptr && *end == '\0') {
+                result.expr = db::expr::constant(db::Value::bigint(value));
+                return result;
+            }
+            if (digits <= db::decimal::max_precision) {
+                const auto parsed = db::decimal::parse(text, db::decimal::max_precision, 0);
+                if (parsed.has_value()) {
+                    result.expr =
+                        db::expr::constant(db::Value::decimal(*parsed, db::decimal::max_precision, 0));
+                    return result;
+                }
+            }
+        } else if (!exponent && digits <= db::decimal::max_precision && digits >= 1) {
+            // DuckDB: a decimal literal is DECIMAL(number of digits, digits after the point).
+            const auto precision = static_cast<std::uint8_t>(std::max(digits, std::size_t{1}));
+            const auto parsed = db::decimal::parse(text, precision, static_cast<std::uint8_t>(scale));
+            if (parsed.has_value()) {
+                result.expr = db::expr::constant(
+                    db::Value::decimal(*parsed, precision, static_cast<std::uint8_t>(scale)));
+                return result;
+            }
+        }
+        errno = 0;
+        char *end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == nullptr || *end != '\0' || !std::isfinite(value)) {
+            fail("numeric constant out of range: " + text, result.location);
+        }
+        result.expr = db::expr::constant(db::Value::float64(value));
+        return result;
+    }
+    if (field(body, "bsval").is_object()) {
+        fail("bit string constants are not supported", result.location);
+    }
+    fail("unsupported constant", result.location);
+}
+
+Bound Binder::bind_column_ref(const Json &body, Context &context) {
+    const std::int64_t location = int_field(body, "location", -1);
+    const auto fields = list_field(body, "fields");
+    std::vector<std::string> parts;
+    for (const Json *part : fields) {
+        if (node_name(*part) == "A_Star") {
+            fail("\"*\" is only allowed in the select list and in count(*)", location);
+        }
+        parts.push_back(string_value(*part));
+    }
+    if (parts.empty() || parts.size() > 2) {
+        fail("column references with schemas are not supported", location);
+    }
+    const std::string column = parts.back();
+    const std::string qualifier = parts.size() == 2 ? parts[0] : std::string();
+    std::string shown = qualifier.empty() ? column : qualifier + "." + column;
+    if (context.scope == nullptr) {
+        fail(std::string("column references are not allowed in ") + context.clause + ": \"" + shown + "\"",
+             location);
+    }
+    int level = 0;
+    bool qualifier_found = false;
+    for (Scope *scope = context.scope; scope != nullptr; scope = scope->parent, ++level) {
+        std::optional<ColumnId> found;
+        for (const auto &entry : scope->entries) {
+            if (!qualifier.empty() && !equal_names(entry.alias, qualifier)) {
+                continue;
+            }
+            qualifier_found = qualifier_found || !qualifier.empty();
+            for (std::size_t i = 0; i < entry.names.size(); ++i) {
+                if (!equal_names(entry.names[i], column)) {
+                    continue;
+                }
+                if (found.has_value() && *found != entry.ids[i]) {
+                    fail("column reference \"" + shown + "\" is ambiguous", location);
+                }
+                found = entry.ids[i];
+            }
+        }
+        if (!found.has_value()) {
+            if (qualifier_found) {
+                fail("column \"" + shown + "\" does not exist", location);
+            }
+            continue;
+        }
+        if (level == 1) {
+            if (!context.scope->outer_allowed) {
+                fail("correlated reference to \"" + shown + "\" is only supported in WHERE", location);
+            }
+            auto &outer = context.scope->outer_references;
+            if (std::find(outer.begin(), outer.end(), *found) == outer.end()) {
+                outer.push_back(*found);
+            }
+        } else if (level > 1) {
+            fail("correlated reference to \"" + shown + "\" two or more query levels up is not supported",
+                 location);
+        }
+        Bound result;
+        result.expr = _columns.ref(*found);
+        result.location = location;
+        return result;
+    }
+    if (!qualifier.empty()) {
+        fail("missing FROM-clause entry for table \"" + qualifier + "\"", location);
+    }
+    fail("column \"" + shown + "\" does not exist", location);
+}
+
+Bound Binder::bind_case(const Json &body, Context &context) {
+    const std::int64_t location = int_field(body, "location", -1);
+    const Json &argument = field(body, "arg");
+    std::optional<Bound> operand;
+    if (!argument.is_null()) {
+        operand = bind(argument, context);
+    }
+    std::vector<Bound> results;
+    std::vector<db::ExprPtr> conditions;
+    for (const Json *when : list_field(body, "args")) {
+        const Json &branch = node_body(*when);
+        Bound condition = bind(field(branch, "expr"), context);
+        if (operand.has_value()) {
+            conditions.push_back(compare(db::CompareOp::equal, *operand, condition, location_of(*when)));
+        } else {
+            if (condition.interval.has_value() || condition.expr->type().id != db::TypeId::boolean) {
+                if (!condition.expr->value().null || condition.expr->kind() != db::ExprKind::constant) {
+                    fail("argument of CASE/WHEN must be type BOOLEAN, not type " +
+                             (condition.interval ? std::string("INTERVAL")
+                                                 : condition.expr->type().to_string()),
+                         location_of(field(branch, "expr")));
+                }
+                condition.expr = db::expr::null(db::Type::boolean());
+            }
+            conditions.push_back(condition.expr);
+        }
+        results.push_back(bind(field(branch, "result"), context));
+    }
+    std::optional<Bound> otherwise;
+    if (!field(body, "defresult").is_null()) {
+        otherwise = bind(field(body, "defresult"), context);
+    }
+    // String literals among non-string results take the results' type.
+    std::optional<db::Type> typed;
+    auto consider = [&](const Bound &b) {
+        if (!b.string_literal && !b.interval &&
+            !(b.expr->kind() == db::ExprKind::constant && b.expr->value().null)) {
+            typed = typed.has_value() ? *typed : b.expr->type();
+        }
+    };
+    for (const auto &r : results) {
+        consider(r);
+    }
+    if (otherwise) {
+        consider(*otherwise);
+    }
+    auto finish = [&](Bound &b) -> db::ExprPtr {
+        if (b.interval.has_value()) {
+            fail("CASE cannot return an interval", b.location);
+        }
+        if (b.string_literal && typed.has_value() && typed->id != db::TypeId::varchar) {
+            return cast_literal(b, *typed);
+        }
+        return b.expr;
+    };
+    std::vector<std::pair<db::ExprPtr, db::ExprPtr>> branches;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        branches.emplace_back(conditions[i], finish(results[i]));
+    }
+    db::ExprPtr else_expression = otherwise.has_value() ? finish(*otherwise) : nullptr;
+    Bound result;
+    result.location = location;
+    try {
+        result.expr = db::expr::case_when(std::move(branches), std::move(else_expression));
+    } catch (const db::TypeError &error) {
+        fail(error.what(), location);
+    }
+    return result;
+}
+
+Bound Binder::bind_type_cast(const Json &body, Context &context) {
+    const Json &type_name = field(body, "typeName");
+    const std::int64_t location = int_field(type_name, "location", int_field(body, "location", -1));
+    const auto names = list_field(type_name, "names");
+    const std::string name = names.empty() ? std::string() : lower(string_value(*names.back()));
+    const Json &argument = field(body, "arg");
+    if (name == "interval") {
+        const Json &constant = node_body(argument);
+        if (node_name(argument) != "A_Const" ||
+            (!field(constant, "sval").is_object() && !field(constant, "ival").is_object())) {
+            fail("only constant intervals such as INTERVAL '3' MONTH are supported", location);
+        }
+        std::string text = field(constant, "sval").is_object()
+                               ? string_field(field(constant, "sval"), "sval")
+                               : std::to_string(int_field(field(constant, "ival"), "ival"));
+        std::int64_t mask = -1;
+        const auto modifiers = list_field(type_name, "typmods");
+        if (!modifiers.empty()) {
+            mask = int_field(field(node_body(*modifiers[0]), "ival"), "ival");
+        }
+        Bound result;
+        result.interval = parse_interval(text, mask, int_field(constant, "location", location));
+        result.location = location;
+        return result;
+    }
+    const db::Type type = bind_type(type_name);
+    Bound operand = bind(argument, context);
+    if (operand.interval.has_value()) {
+        fail("intervals cannot be cast", location);
+    }
+    Bound result;
+    result.location = operand.location >= 0 ? operand.location : location;
+    if (operand.string_literal) {
+        result.expr = cast_literal(operand, type);
+        return result;
+    }
+    try {
+        result.expr = checked(db::expr::cast(operand.expr, type), location);
+    } catch (const db::TypeError &error) {
+        fail(error.what(), location);
+    }
+    return result;
+}
+
+Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context &context) {
+    const std::int64_t location = int_field(body, "location", -1);
+    if (context.aggregates == nullptr) {
+        fail("aggregate functions are not allowed in " + std::string(context.clause), location);
+    }
+    if (field(body, "agg_filter").is_object() || field(body, "agg_order").is_array() ||
+        bool_field(body, "agg_within_group")) {
+        fail("FILTER, WITHIN GROUP and ORDER BY in aggregates are not supported", location);
+    }
+    const auto arguments = list_field(body, "args");
+    const bool star = bool_field(body, "agg_star");
+    const bool distinct = bool_field(body, "agg_distinct");
+    db::AggregateFunction function{};
+    db::ExprPtr argument;
+    if (star) {
+        if (name != "count") {
+            fail(name + "(*) is not valid: only count(*) is", location);
+        }
+        function = db::AggregateFunction::count_star;
+    } else {
+        if (arguments.size() != 1) {
+            fail("function " + name + " takes exactly one argument", location);
+        }
+        Context inner = context;
+        inner.aggregates = nullptr;
+        inner.after_aggregate = false;
+        inner.clause = "the argument of an aggregate function";
+        Bound bound = bind(*arguments[0], inner);
+        if (bound.interval.has_value()) {
+            fail("aggregates of intervals are not supported", bound.location);
+        }
+        argument = bound.expr;
+        const db::Type type = argument->type();
+        if (name == "count") {
+            function = distinct ? db::AggregateFunction::count_distinct : db::AggregateFunction::count;
+        } else {
+            if (distinct) {
+                fail(name + "(DISTINCT ...) is not supported (only count(DISTINCT ...) is)", location);
+            }
+            if (name == "sum" || name == "avg") {
+                if (!type.is_numeric()) {
+                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
+                }
+                function = name == "sum" ? db::AggregateFunction::sum : db::AggregateFunction::avg;
+            } else {
+                function = name == "min" ? db::AggregateFunction::min : db::AggregateFunction::max;
+            }
+        }
+    }
+    auto &state = *context.aggregates;
+    for (const auto &existing : state.aggregates) {
+        const bool same_argument = (existing.argument == nullptr && argument == nullptr) ||
+                                   (existing.argument != nullptr && argument != nullptr &&
+                                    same_expression(*existing.argument, *argument));
+        if (existing.function == function && same_argument) {
+            Bound result;
+            result.expr = _columns.ref(existing.output);
+            result.location = location;
+            return result;
+        }
+    }
+    db::Type type;
+    try {
+        type =
+            db::plan::aggregate_type(function, argument != nullptr ? argument->type() : db::Type::bigint());
+    } catch (const std::exception &error) {
+        fail(error.what(), location);
+    }
+    const bool counts = function == db::AggregateFunction::count_star ||
+                        function == db::AggregateFunction::count ||
+                        function == db::AggregateFunction::count_distinct;
+    std::string shown = name;
+    shown.append(star ? "(*)" : "(").append(star ? "" : db::to_string(*argument)).append(star ? "" : ")");
+    const ColumnId output = _columns.add(shown, type, !counts);
+    state.aggregates.push_back(LogicalAggregate{function, argument, output});
+    Bound result;
+    result.expr = _columns.ref(output);
+    result.location = location;
+    return result;
+}
+
+Bound Binder::bind_function(const Json &body, Context &context) {
+    const std::string name = function_name(body);
+    const std::int64_t location = int_field(body, "location", -1);
+    if (field(body, "over").is_object()) {
+        fail("window functions are not supported", location);
+    }
+    if (is_aggregate_name(name)) {
+        return bind_aggregate(name, body, context);
+    }
+    if (bool_field(body, "agg_star") || bool_field(body, "agg_distinct")) {
+        fail("function " + name + " is not an aggregate", location);
+    }
+    const auto arguments = list_field(body, "args");
+    Bound result;
+    result.location = location;
+    if (name == "extract" || name == "date_part") {
+        if (arguments.size() != 2 || node_name(*arguments[0]) != "A_Const" ||
+            !field(node_body(*arguments[0]), "sval").is_object()) {
+            fail("EXTRACT needs a field name and a date", location);
+        }
+        const std::string part = lower(string_field(field(node_body(*arguments[0]), "sval"), "sval"));
+        db::DatePart date_part{};
+        if (part == "year") {
+            date_part = db::DatePart::year;
+        } else if (part == "month") {
+            date_part = db::DatePart::month;
+        } else if (part == "day") {
+            date_part = db::DatePart::day;
+        } else {
+            fail("EXTRACT(" + part + " ...) is not supported (year, month and day are)", location);
+        }
+        Bound operand = bind(*arguments[1], context);
+        if (operand.interval.has_value()) {
+            fail("EXTRACT from an interval is not supported", location);
+        }
+        if (operand.string_literal) {
+            operand.expr = cast_literal(operand, db::Type::date());
+        }
+        try {
+            result.expr = db::expr::extract(date_part, operand.expr);
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    if (name == "substring" || name == "substr") {
+        if (arguments.size() < 2 || arguments.size() > 3) {
+            fail("SUBSTRING takes a string, a start and an optional length", location);
+        }
+        std::vector<db::ExprPtr> operands;
+        for (const Json *argument : arguments) {
+            Bound bound = bind(*argument, context);
+            if (bound.interval.has_value()) {
+                fail("SUBSTRING of an interval is not supported", location);
+            }
+            operands.push_back(bound.expr);
+        }
+        try {
+            result.expr =
+                db::expr::substring(operands[0], operands[1], operands.size() > 2 ? operands[2] : nullptr);
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    if (name == "coalesce") {
+        std::vector<db::ExprPtr> operands;
+        for (const Json *argument : arguments) {
+            operands.push_back(bind_value(*argument, context));
+        }
+        try {
+            result.expr = db::expr::coalesce(std::move(operands));
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    fail("function " + name + "() is not supported", location);
+}
+
+Bound Binder::bind_sublink(const Json &body, Context &context) {
+    const std::string type = string_field(body, "subLinkType");
+    const std::int64_t location = int_field(body, "location", -1);
+    if (type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") {
+        fail("EXISTS and IN subqueries are supported only as WHERE conditions joined with AND (optionally "
+             "NOT)",
+             location);
+    }
+    if (type != "EXPR_SUBLINK") {
+        fail("this kind of subquery (ALL, ARRAY, ...) is not supported", location);
+    }
+    if (context.block == nullptr) {
+        fail(std::string("subqueries are not allowed in ") + context.clause, location);
+    }
+    Block &block = *context.block;
+    const Json &subselect = field(body, "subselect");
+    BoundQuery bound = bind_select(node_body(subselect), context.scope, Correlation::group_by_key);
+    const std::size_t keys = bound.inner_keys.size();
+    if (bound.plan->output.size() != keys + 1) {
+        fail("subquery must return only one column", location);
+    }
+    const ColumnId value = bound.plan->output[keys];
+    Bound result;
+    result.location = location;
+    result.expr = _columns.ref(value);
+    if (keys == 0) {
+        if (!bound.single_row) {
+            fail("scalar subqueries must be aggregates without GROUP BY (TunaDB cannot prove that this one "
+                 "returns "
+                 "at most one row)",
+                 location);
+        }
+        (context.after_aggregate ? block.post_aggregate_leaves : block.leaves)
+            .push_back(std::move(bound.plan));
+        return result;
+    }
+    // Correlated: an aggregation grouped by the correlation keys, inner-joined on them.
+    const bool decorrelatable =
+        context.decorrelatable != nullptr && &node_body(*context.decorrelatable) == &body;
+    if (!decorrelatable || context.after_aggregate) {
+        fail("correlated scalar subqueries are supported only as an operand of a comparison in WHERE",
+             location);
+    }
+    const auto targets = list_field(node_body(subselect), "targetList");
+    for (const Json *target : targets) {
+        const Json &value_node = field(node_body(*target), "val");
+        std::vector<const Json *> stack{&value_node};
+        while (!stack.empty()) {
+            const Json *node = stack.back();
+            stack.pop_back();
+            if (node_name(*node) == "FuncCall" && function_name(node_body(*node)) == "count") {
+                fail("correlated scalar subqueries with count() are not supported", location);
+            }
+            if (node->is_structured() && node_name(*node) != "SubLink") {
+                for (const auto &child : *node) {
+                    if (child.is_structured()) {
+                        stack.push_back(&child);
+                    }
+                }
+            }
+        }
+    }
+    if (!contains_aggregate(node_body(subselect), 0)) {
+        fail("correlated scalar subqueries must compute an aggregate", location);
+    }
+    block.leaves.push_back(std::move(bound.plan));
+    for (std::size_t i = 0; i < keys; ++i) {
+        try {
+            block.where_conjuncts.push_back(
+                db::expr::equal(bound.outer_keys[i], _columns.ref(bound.inner_keys[i])));
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+    }
+    return result;
+}
+
+Bound Binder::bind_a_expr(const Json &body, Context &context) {
+    const std::string kind = string_field(body, "kind");
+    const std::int64_t location = int_field(body, "location", -1);
+    const std::string op = operator_name(body);
+    if (kind == "AEXPR_OP") {
+        return bind_operator(op, body, context);
+    }
+    if (kind == "AEXPR_IN") {
+        Bound operand = bind(field(body, "lexpr"), context);
+        const bool negated = op == "<>";
+        std::vector<Bound> items;
+        for (const Json *item : list_items(field(body, "rexpr"))) {
+            items.push_back(bind(*item, context));
+        }
+        if (operand.interval.has_value()) {
+            fail("intervals cannot be compared", location);
+        }
+        bool constant = true;
+        std::vector<db::Value> values;
+        for (auto &item : items) {
+            if (item.interval.has_value()) {
+                fail("intervals cannot be compared", item.location);
+            }
+            Bound copy = operand;
+            coerce_literals(copy, item);
+            constant = constant && item.expr->kind() == db::ExprKind::constant;
+            if (constant) {
+                values.push_back(item.expr->value());
+            }
+        }
+        Bound result;
+        result.location = location;
+        try {
+            if (constant) {
+                result.expr = db::expr::in_list(operand.expr, std::move(values), negated);
+            } else {
+                std::vector<db::ExprPtr> comparisons;
+                for (auto &item : items) {
+                    comparisons.push_back(compare(negated ? db::CompareOp::not_equal : db::CompareOp::equal,
+                                                  operand, item, location));
+                }
+                result.expr = comparisons.size() == 1 ? comparisons[0]
+                              : negated               ? db::expr::logical_and(std::move(comparisons))
+                                                      : db::expr::logical_or(std::move(comparisons));
+            }
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    if (kind == "AEXPR_LIKE") {
+        Bound operand = bind(field(body, "lexpr"), context);
+        const Json &pattern_node = field(body, "rexpr");
+        std::optional<char> escape;
+        const Json *pattern = &pattern_node;
+        if (node_name(pattern_node) == "FuncCall" &&
+            function_name(node_body(pattern_node)) == "like_escape") {
+            const auto arguments = list_field(node_body(pattern_node), "args");
+            if (arguments.size() != 2) {
+                fail("invalid ESCAPE clause", location);
+            }
+            pattern = arguments[0];
+            Context plain;
+            plain.clause = "ESCAPE";
+            db::ExprPtr escape_value = bind_value(*arguments[1], plain);
+            if (escape_value->kind() != db::ExprKind::constant ||
+                escape_value->type().id != db::TypeId::varchar || escape_value->value().str.size() != 1) {
+                fail("ESCAPE must be a single character", location_of(*arguments[1]));
+            }
+            escape = escape_value->value().str[0];
+        }
+        Context plain;
+        plain.clause = "a LIKE pattern";
+        db::ExprPtr pattern_value = bind_value(*pattern, plain);
+        if (pattern_value->kind() != db::ExprKind::constant ||
+            pattern_value->type().id != db::TypeId::varchar) {
+            fail("LIKE patterns must be string constants", location_of(*pattern));
+        }
+        if (operand.interval.has_value()) {
+            fail("LIKE needs a string", location);
+        }
+        Bound result;
+        result.location = location;
+        try {
+            result.expr = db::expr::like(operand.expr, pattern_value->value().str, op == "!~~", escape);
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    if (kind == "AEXPR_BETWEEN" || kind == "AEXPR_NOT_BETWEEN") {
+        Bound operand = bind(field(body, "lexpr"), context);
+        const auto bounds = list_items(field(body, "rexpr"));
+        if (bounds.size() != 2) {
+            fail("BETWEEN needs two bounds", location);
+        }
+        Bound low = bind(*bounds[0], context);
+        Bound high = bind(*bounds[1], context);
+        if (operand.interval || low.interval || high.interval) {
+            fail("intervals cannot be compared", location);
+        }
+        Bound operand_low = operand;
+        coerce_literals(operand_low, low);
+        Bound operand_high = operand;
+        coerce_literals(operand_high, high);
+        Bound result;
+        result.location = location;
+        try {
+            result.expr =
+                db::expr::between(operand_low.expr, low.expr, high.expr, kind == "AEXPR_NOT_BETWEEN");
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    if (kind == "AEXPR_ILIKE") {
+        fail("ILIKE is not supported", location);
+    }
+    if (kind == "AEXPR_SIMILAR") {
+        fail("SIMILAR TO is not supported", location);
+    }
+    if (kind == "AEXPR_DISTINCT" || kind == "AEXPR_NOT_DISTINCT") {
+        fail("IS [NOT] DISTINCT FROM is not supported", location);
+    }
+    if (kind == "AEXPR_NULLIF") {
+        fail("NULLIF is not supported", location);
+    }
+    if (kind == "AEXPR_OP_ANY" || kind == "AEXPR_OP_ALL") {
+        fail("ANY/ALL with arrays are not supported", location);
+    }
+    if (kind == "AEXPR_BETWEEN_SYM" || kind == "AEXPR_NOT_BETWEEN_SYM") {
+        fail("BETWEEN SYMMETRIC is not supported", location);
+    }
+    fail("unsupported operator expression " + kind, location);
+}
+
+Bound Binder::bind_operator(const std::string &op, const Json &body, Context &context) {
+    const std::int64_t location = int_field(body, "location", -1);
+    const Json &left_node = field(body, "lexpr");
+    const Json &right_node = field(body, "rexpr");
+    if (left_node.is_null()) {
+        Bound operand = bind(right_node, context);
+        if (op == "+") {
+            return operand;
+        }
+        if (op == "-") {
+            if (operand.interval.has_value()) {
+                operand.interval = db::Interval{-operand.interval->months, -operand.interval->days};
+                return operand;
+            }
+            Bound result;
+            result.location = location;
+            try {
+                result.expr = db::expr::negate(operand.expr);
+            } catch (const db::TypeError &error) {
+                fail(error.what(), location);
+            }
+            return result;
+        }
+        fail("operator " + op + " is not supported", location);
+    }
+    Bound left = bind(left_node, context);
+    Bound right = bind(right_node, context);
+    static const std::pair<const char *, db::CompareOp> comparisons[] = {
+        {"=", db::CompareOp::equal},         {"<>", db::CompareOp::not_equal},
+        {"!=", db::CompareOp::not_equal},    {"<", db::CompareOp::less},
+        {"<=", db::CompareOp::less_equal},   {">", db::CompareOp::greater},
+        {">=", db::CompareOp::greater_equal}};
+    for (const auto &[symbol, compare_op] : comparisons) {
+        if (op == symbol) {
+            Bound result;
+            result.location = location;
+            result.expr = compare(compare_op, std::move(left), std::move(right), location);
+            return result;
+        }
+    }
+    static const std::pair<const char *, db::ArithmeticOp> arithmetics[] = {{"+", db::ArithmeticOp::add},
+                                                                            {"-", db::ArithmeticOp::subtract},
+                                                                            {"*", db::ArithmeticOp::multiply},
+                                                                            {"/", db::ArithmeticOp::divide},
+                                                                            {"%", db::ArithmeticOp::modulo}};
+    for (const auto &[symbol, arithmetic_op] : arithmetics) {
+        if (op == symbol) {
+            return arithmetic(arithmetic_op, std::move(left), std::move(right), location);
+        }
+    }
+    fail("operator " + op + " is not supported", location);
+}
+
+db::ExprPtr Binder::bind_value(const Json &node, Context &context) {
+    Bound bound = bind(node, context);
+    if (bound.interval.has_value()) {
+        fail("interval values are supported only in date arithmetic",
+             bound.location >= 0 ? bound.location : location_of(node));
+    }
+    return bound.expr;
+}
+
+db::ExprPtr Binder::bind_constant(const Json &node) {
+    Context context;
+    context.clause = "VALUES";
+    db::ExprPtr expression = bind_value(node, context);
+    return checked(expression, location_of(node));
+}
+
+Bound Binder::bind(const Json &node, Context &context) {
+    DepthGuard guard(context.depth);
+    const std::string_view kind = node_name(node);
+    const Json &body = node_body(node);
+    if (context.depth > max_expression_depth) {
+        fail("expression nested too deeply (more than 256 levels)", location_of(node));
+    }
+    // In an aggregate query, a subexpression equal to a GROUP BY key is that key's column.
+    if (context.aggregates != nullptr && kind != "A_Const" && kind != "SubLink" &&
+        !contains_aggregate(node, 0) && !contains_sublink(node, 0)) {
+        Context plain = context;
+        plain.aggregates = nullptr;
+        plain.clause = context.clause;
+        Bound bound = bind(node, plain);
+        if (bound.interval.has_value()) {
+            return bound;
+        }
+        if (auto grouped = match_group(bound.expr, *context.aggregates)) {
+            bound.expr = *grouped;
+            bound.string_literal = false;
+            return bound;
+        }
+        if (bound.expr->is_constant_tree()) {
+            return bound;
+        }
+        if (kind == "ColumnRef") {
+            std::string name = column_name(node);
+            fail("column \"" + name +
+                     "\" must appear in the GROUP BY clause or be used in an aggregate function",
+                 location_of(node));
+        }
+    }
+    if (kind == "ColumnRef") {
+        return bind_column_ref(body, context);
+    }
+    if (kind == "A_Const") {
+        return bind_constant_node(body);
+    }
+    if (kind == "A_Expr") {
+        return bind_a_expr(body, context);
+    }
+    if (kind == "BoolExpr") {
+        const std::string op = string_field(body, "boolop");
+        std::vector<db::ExprPtr> operands;
+        for (const Json *argument : list_field(body, "args")) {
+            Bound operand = bind(*argument, context);
+            if (operand.interval.has_value()) {
+                fail("intervals are not booleans", location_of(*argument));
+            }
+            if (operand.string_literal) {
+                operand.expr = cast_literal(operand, db::Type::boolean());
+            }
+            operands.push_back(operand.expr);
+        }
+        Bound result;
+        result.location = int_field(body, "location", -1);
+        try {
+            if (op == "AND_EXPR") {
+                result.expr = db::expr::logical_and(std::move(operands));
+            } else if (op == "OR_EXPR") {
+                result.expr = db::expr::logical_or(std::move(operands));
+            } else {
+                if (operands.size() != 1) {
+                    fail("NOT takes one operand", result.location);
+                }
+                result.expr = db::expr::logical_not(operands[0]);
+            }
+        } catch (const db::TypeError &error) {
+            fail(error.what(), result.location);
+        }
+        return result;
+    }
+    if (kind == "NullTest") {
+        if (node_name(field(body, "arg")) == "RowExpr") {
+            fail("IS NULL on rows is not supported", int_field(body, "location", -1));
+        }
+        Bound operand = bind(field(body, "arg"), context);
+        if (operand.interval.has_value()) {
+            fail("IS NULL on an interval is not supported", int_field(body, "location", -1));
+        }
+        Bound result;
+        result.location = int_field(body, "location", -1);
+        result.expr = db::expr::is_null(operand.expr, string_field(body, "nulltesttype") == "IS_NOT_NULL");
+        return result;
+    }
+    if (kind == "CaseExpr") {
+        return bind_case(body, context);
+    }
+    if (kind == "CoalesceExpr") {
+        std::vector<db::ExprPtr> operands;
+        for (const Json *argument : list_field(body, "args")) {
+            operands.push_back(bind_value(*argument, context));
+        }
+        Bound result;
+        result.location = int_field(body, "location", -1);
+        try {
+            result.expr = db::expr::coalesce(std::move(operands));
+        } catch (const db::TypeError &error) {
+            fail(error.what(), result.location);
+        }
+        return result;
+    }
+    if (kind == "TypeCast") {
+        return bind_type_cast(body, context);
+    }
+    if (kind == "FuncCall") {
+        return bind_function(body, context);
+    }
+    if (kind == "SubLink") {
+        return bind_sublink(body, context);
+    }
+    if (kind == "ParamRef") {
+        fail("parameters ($n) are not supported", int_field(body, "location", -1));
+    }
+    if (kind == "SQLValueFunction") {
+        fail("CURRENT_DATE and similar functions are not supported", int_field(body, "location", -1));
+    }
+    if (kind == "BooleanTest") {
+        fail("IS [NOT] TRUE/FALSE/UNKNOWN is not supported", int_field(body, "location", -1));
+    }
+    if (kind == "A_Indirection" || kind == "A_ArrayExpr" || kind == "RowExpr") {
+        fail("arrays and rows are not supported", location_of(node));
+    }
+    if (kind == "CollateClause") {
+        fail("COLLATE is not supported", location_of(node));
+    }
+    fail("unsupported expression: " + std::string(kind.empty() ? "?" : kind), location_of(node));
+}
+
+} // namespace mx::sql::detail

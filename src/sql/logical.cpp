@@ -1,0 +1,206 @@
+#include "logical.h"
+
+#include <algorithm>
+
+namespace mx::sql::detail {
+
+LogicalPtr make_get(std::shared_ptr<const db::Table> table, std::vector<ColumnId> columns,
+                    std::string alias) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::get;
+    node->table = std::move(table);
+    node->output = columns;
+    node->table_columns = std::move(columns);
+    node->alias = std::move(alias);
+    return node;
+}
+
+LogicalPtr make_filter(LogicalPtr child, std::vector<db::ExprPtr> conjuncts) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::filter;
+    node->output = child->output;
+    node->children.push_back(std::move(child));
+    node->conjuncts = std::move(conjuncts);
+    return node;
+}
+
+LogicalPtr make_project(LogicalPtr child, std::vector<db::ExprPtr> expressions,
+                        std::vector<ColumnId> output) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::project;
+    node->children.push_back(std::move(child));
+    node->expressions = std::move(expressions);
+    node->output = std::move(output);
+    return node;
+}
+
+LogicalPtr make_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right,
+                     std::vector<db::ExprPtr> conjuncts) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::join;
+    node->join_kind = kind;
+    node->output = left->output;
+    if (kind == db::JoinKind::inner || kind == db::JoinKind::left_outer) {
+        node->output.insert(node->output.end(), right->output.begin(), right->output.end());
+    }
+    node->children.push_back(std::move(left));
+    node->children.push_back(std::move(right));
+    node->conjuncts = std::move(conjuncts);
+    return node;
+}
+
+LogicalPtr make_aggregate(LogicalPtr child, std::vector<db::ExprPtr> groups, std::vector<ColumnId> group_ids,
+                          std::vector<LogicalAggregate> aggregates) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::aggregate;
+    node->children.push_back(std::move(child));
+    node->groups = std::move(groups);
+    node->output = std::move(group_ids);
+    for (const auto &aggregate : aggregates) {
+        node->output.push_back(aggregate.output);
+    }
+    node->aggregates = std::move(aggregates);
+    return node;
+}
+
+LogicalPtr make_sort(LogicalPtr child, std::vector<LogicalSortKey> keys) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::sort;
+    node->output = child->output;
+    node->children.push_back(std::move(child));
+    node->sort_keys = std::move(keys);
+    return node;
+}
+
+LogicalPtr make_limit(LogicalPtr child, std::optional<std::uint64_t> limit, std::uint64_t offset) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::limit;
+    node->output = child->output;
+    node->children.push_back(std::move(child));
+    node->limit = limit;
+    node->offset = offset;
+    return node;
+}
+
+std::vector<ColumnId> columns_of(const db::Expr &expression) {
+    std::vector<std::uint32_t> ids;
+    db::expr::collect_columns(expression, ids);
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+}
+
+void split_conjuncts(const db::ExprPtr &expression, std::vector<db::ExprPtr> &out) {
+    if (expression->kind() == db::ExprKind::logical_and) {
+        for (const auto &child : expression->children()) {
+            split_conjuncts(child, out);
+        }
+        return;
+    }
+    out.push_back(expression);
+}
+
+namespace {
+
+bool same_value(const db::Value &a, const db::Value &b) {
+    if (!(a.type == b.type) || a.null != b.null) {
+        return false;
+    }
+    if (a.null) {
+        return true;
+    }
+    switch (a.type.physical()) {
+    case db::PhysicalType::u8:
+    case db::PhysicalType::i64:
+        return a.i64 == b.i64;
+    case db::PhysicalType::i128:
+        return a.i128 == b.i128;
+    case db::PhysicalType::f64:
+        return a.f64 == b.f64;
+    case db::PhysicalType::string:
+        return a.str == b.str;
+    }
+    return false;
+}
+
+} // namespace
+
+bool same_expression(const db::Expr &a, const db::Expr &b) {
+    if (a.kind() != b.kind() || !(a.type() == b.type()) || a.children().size() != b.children().size()) {
+        return false;
+    }
+    switch (a.kind()) {
+    case db::ExprKind::column:
+        if (a.column_index() != b.column_index()) {
+            return false;
+        }
+        break;
+    case db::ExprKind::constant:
+        if (!same_value(a.value(), b.value())) {
+            return false;
+        }
+        break;
+    case db::ExprKind::arithmetic:
+        if (a.arithmetic_op() != b.arithmetic_op()) {
+            return false;
+        }
+        break;
+    case db::ExprKind::compare:
+        if (a.compare_op() != b.compare_op()) {
+            return false;
+        }
+        break;
+    case db::ExprKind::is_null:
+    case db::ExprKind::case_when:
+        if (a.negated() != b.negated()) {
+            return false;
+        }
+        break;
+    case db::ExprKind::in_list:
+        if (a.negated() != b.negated() || a.list().size() != b.list().size()) {
+            return false;
+        }
+        for (std::size_t i = 0; i < a.list().size(); ++i) {
+            if (!same_value(a.list()[i], b.list()[i])) {
+                return false;
+            }
+        }
+        break;
+    case db::ExprKind::like:
+        if (a.negated() != b.negated() || a.pattern() != b.pattern() || a.escape() != b.escape()) {
+            return false;
+        }
+        break;
+    case db::ExprKind::extract:
+        if (a.date_part() != b.date_part()) {
+            return false;
+        }
+        break;
+    case db::ExprKind::add_interval:
+        if (!(a.interval() == b.interval())) {
+            return false;
+        }
+        break;
+    default:
+        break;
+    }
+    for (std::size_t i = 0; i < a.children().size(); ++i) {
+        if (!same_expression(a.child(i), b.child(i))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool is_true(const db::Expr &expression) noexcept {
+    return expression.kind() == db::ExprKind::constant && expression.type().id == db::TypeId::boolean &&
+           !expression.value().null && expression.value().i64 != 0;
+}
+
+bool is_false_or_null(const db::Expr &expression) noexcept {
+    return expression.kind() == db::ExprKind::constant &&
+           (expression.value().null ||
+            (expression.type().id == db::TypeId::boolean && expression.value().i64 == 0));
+}
+
+} // namespace mx::sql::detail

@@ -1,0 +1,138 @@
+#pragma once
+
+// Logical plans: what the binder produces and the optimizer rewrites before the physical
+// planner turns them into db::PlanNode trees.
+//
+// Every column that exists anywhere in a statement (a table column of one FROM item, a computed
+// select expression, an aggregate, a subquery's result) gets a statement-wide ColumnId. Bound
+// expressions are ordinary db::Expr trees whose column indices are ColumnIds, so the expression
+// factories type-check and fold them at bind time; the physical planner remaps the ids to
+// positions in each operator's input (db::expr::remap_columns).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mx/db/expression.h>
+#include <mx/db/plan.h>
+#include <mx/db/table.h>
+
+namespace mx::sql::detail {
+
+using ColumnId = std::uint32_t;
+
+struct ColumnInfo {
+    std::string name;
+    db::Type type{};
+    bool nullable{true};
+    /// Estimated distinct values (set by the optimizer; < 0 = unknown).
+    double distinct{-1.0};
+};
+
+/// The columns of one statement, indexed by ColumnId.
+class ColumnRegistry {
+public:
+    ColumnId add(std::string name, db::Type type, bool nullable) {
+        _columns.push_back(ColumnInfo{std::move(name), type, nullable, -1.0});
+        return static_cast<ColumnId>(_columns.size() - 1);
+    }
+    [[nodiscard]] ColumnInfo &operator[](ColumnId id) { return _columns[id]; }
+    [[nodiscard]] const ColumnInfo &operator[](ColumnId id) const { return _columns[id]; }
+    [[nodiscard]] std::size_t size() const noexcept { return _columns.size(); }
+    /// A column reference expression to `id`.
+    [[nodiscard]] db::ExprPtr ref(ColumnId id) const {
+        return db::expr::column(id, _columns[id].type, _columns[id].name);
+    }
+
+private:
+    std::vector<ColumnInfo> _columns;
+};
+
+enum class LogicalKind : std::uint8_t { get, filter, project, join, aggregate, sort, limit };
+
+struct LogicalAggregate {
+    db::AggregateFunction function{db::AggregateFunction::count_star};
+    db::ExprPtr argument; // null for count_star
+    ColumnId output{0};
+};
+
+struct LogicalSortKey {
+    ColumnId column{0};
+    bool descending{false};
+    std::optional<bool> nulls_first;
+};
+
+struct LogicalNode;
+using LogicalPtr = std::unique_ptr<LogicalNode>;
+
+struct LogicalNode {
+    LogicalKind kind{LogicalKind::get};
+    std::vector<LogicalPtr> children;
+    /// The columns this node produces, in order.
+    std::vector<ColumnId> output;
+
+    // get: a table (one FROM item); `predicate_conjuncts` are pushed-down filters.
+    std::shared_ptr<const db::Table> table;
+    std::vector<ColumnId> table_columns; // one id per table column
+    std::string alias;
+
+    /// filter: the predicate; get: pushed-down predicate; join: the join condition (ON, WHERE
+    /// conjuncts placed here, correlation of a subquery). All are conjuncts (ANDed).
+    std::vector<db::ExprPtr> conjuncts;
+
+    // project: output[i] is expressions[i]
+    std::vector<db::ExprPtr> expressions;
+
+    // join: children[0] is the left (preserved, probe) input, children[1] the right (build).
+    db::JoinKind join_kind{db::JoinKind::inner};
+    /// Chosen by the optimizer: equality keys (left over children[0], right over children[1])
+    /// and the rest of the condition as residual.
+    std::vector<db::ExprPtr> left_keys;
+    std::vector<db::ExprPtr> right_keys;
+    db::JoinStrategy strategy{db::JoinStrategy::automatic};
+    bool bloom_filter{true};
+    bool optimized{false};
+
+    // aggregate: output = group ids, then aggregate ids
+    std::vector<db::ExprPtr> groups;
+    std::vector<LogicalAggregate> aggregates;
+
+    // sort (optional limit makes it a top-N) and limit
+    std::vector<LogicalSortKey> sort_keys;
+    std::optional<std::uint64_t> limit;
+    std::uint64_t offset{0};
+
+    // optimizer annotations
+    double rows{-1.0};
+    /// get: the scan's prefetch decision (dissertation 7.3), shown by EXPLAIN.
+    std::string prefetch;
+};
+
+[[nodiscard]] LogicalPtr make_get(std::shared_ptr<const db::Table> table, std::vector<ColumnId> columns,
+                                  std::string alias);
+[[nodiscard]] LogicalPtr make_filter(LogicalPtr child, std::vector<db::ExprPtr> conjuncts);
+[[nodiscard]] LogicalPtr make_project(LogicalPtr child, std::vector<db::ExprPtr> expressions,
+                                      std::vector<ColumnId> output);
+[[nodiscard]] LogicalPtr make_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right,
+                                   std::vector<db::ExprPtr> conjuncts);
+[[nodiscard]] LogicalPtr make_aggregate(LogicalPtr child, std::vector<db::ExprPtr> groups,
+                                        std::vector<ColumnId> group_ids,
+                                        std::vector<LogicalAggregate> aggregates);
+[[nodiscard]] LogicalPtr make_sort(LogicalPtr child, std::vector<LogicalSortKey> keys);
+[[nodiscard]] LogicalPtr make_limit(LogicalPtr child, std::optional<std::uint64_t> limit,
+                                    std::uint64_t offset);
+
+/// The ColumnIds an expression references (without repetitions, ascending).
+[[nodiscard]] std::vector<ColumnId> columns_of(const db::Expr &expression);
+/// Splits nested ANDs into their operands.
+void split_conjuncts(const db::ExprPtr &expression, std::vector<db::ExprPtr> &out);
+/// Structural equality (same operators, constants, column ids and types).
+[[nodiscard]] bool same_expression(const db::Expr &a, const db::Expr &b);
+/// Whether the expression is the constant TRUE.
+[[nodiscard]] bool is_true(const db::Expr &expression) noexcept;
+/// Whether the expression is the constant FALSE or NULL (a filter that keeps nothing).
+[[nodiscard]] bool is_false_or_null(const db::Expr &expression) noexcept;
+
+} // namespace mx::sql::detail

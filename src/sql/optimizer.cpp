@@ -1,0 +1,960 @@
+#include "optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace mx::sql::detail {
+
+namespace {
+
+/// Default selectivity of a predicate nothing is known about (DuckDB uses 0.2 as well).
+constexpr double unknown_selectivity = 0.2;
+
+bool subset(const std::vector<ColumnId> &ids, const std::set<ColumnId> &of) {
+    return std::all_of(ids.begin(), ids.end(), [&](ColumnId id) { return of.count(id) > 0; });
+}
+
+std::set<ColumnId> id_set(const std::vector<ColumnId> &ids) { return {ids.begin(), ids.end()}; }
+
+/// A column reference, also when wrapped in a cast (comparisons cast to a common type).
+std::optional<ColumnId> column_of(const db::Expr &expression) {
+    if (expression.kind() == db::ExprKind::column) {
+        return expression.column_index();
+    }
+    if (expression.kind() == db::ExprKind::cast && expression.child(0).kind() == db::ExprKind::column) {
+        return expression.child(0).column_index();
+    }
+    return std::nullopt;
+}
+
+std::optional<double> as_number(const db::Value &value) {
+    if (value.null) {
+        return std::nullopt;
+    }
+    switch (value.type.id) {
+    case db::TypeId::integer:
+    case db::TypeId::bigint:
+    case db::TypeId::date:
+    case db::TypeId::boolean:
+        return static_cast<double>(value.i64);
+    case db::TypeId::decimal:
+        return static_cast<double>(value.wide()) / std::pow(10.0, value.type.scale);
+    case db::TypeId::float64:
+        return value.f64;
+    case db::TypeId::varchar:
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+db::CompareOp mirrored(db::CompareOp op) noexcept {
+    switch (op) {
+    case db::CompareOp::less:
+        return db::CompareOp::greater;
+    case db::CompareOp::less_equal:
+        return db::CompareOp::greater_equal;
+    case db::CompareOp::greater:
+        return db::CompareOp::less;
+    case db::CompareOp::greater_equal:
+        return db::CompareOp::less_equal;
+    default:
+        return op;
+    }
+}
+
+db::ExprPtr conjunction_of(const std::vector<db::ExprPtr> &conjuncts) {
+    return conjuncts.size() == 1 ? conjuncts.front() : db::expr::logical_and(conjuncts);
+}
+
+bool contains_expression(const std::vector<db::ExprPtr> &list, const db::Expr &expression) {
+    return std::any_of(list.begin(), list.end(),
+                       [&](const db::ExprPtr &e) { return same_expression(*e, expression); });
+}
+
+/// (a AND b) OR (a AND c) -> a AND (b OR c): conditions every branch of an OR shares become
+/// conjuncts of their own, so that a join key hidden in an OR (TPC-H Q19) is found.
+void factor_or(const db::ExprPtr &expression, std::vector<db::ExprPtr> &out) {
+    if (expression->kind() != db::ExprKind::logical_or) {
+        out.push_back(expression);
+        return;
+    }
+    std::vector<std::vector<db::ExprPtr>> branches;
+    for (const auto &child : expression->children()) {
+        branches.emplace_back();
+        split_conjuncts(child, branches.back());
+    }
+    std::vector<db::ExprPtr> common;
+    for (const auto &candidate : branches.front()) {
+        bool everywhere = true;
+        for (std::size_t b = 1; b < branches.size() && everywhere; ++b) {
+            everywhere = contains_expression(branches[b], *candidate);
+        }
+        if (everywhere && !contains_expression(common, *candidate)) {
+            common.push_back(candidate);
+        }
+    }
+    if (common.empty()) {
+        out.push_back(expression);
+        return;
+    }
+    std::vector<db::ExprPtr> rest;
+    for (const auto &branch : branches) {
+        std::vector<db::ExprPtr> remaining;
+        for (const auto &conjunct : branch) {
+            if (!contains_expression(common, *conjunct)) {
+                remaining.push_back(conjunct);
+            }
+        }
+        if (remaining.empty()) {
+            // This branch is the common part alone: the OR adds nothing to it.
+            out.insert(out.end(), common.begin(), common.end());
+            return;
+        }
+        rest.push_back(conjunction_of(remaining));
+    }
+    out.insert(out.end(), common.begin(), common.end());
+    out.push_back(db::expr::logical_or(std::move(rest)));
+}
+
+/// From an OR over several relations, the condition it implies on the relation `columns`:
+/// the OR of each branch's conjuncts over those columns alone (nullptr when some branch has
+/// none). Pushed into the relation, it filters early while the OR itself stays in the join.
+db::ExprPtr implied_by_or(const db::Expr &expression, const std::set<ColumnId> &columns) {
+    if (expression.kind() != db::ExprKind::logical_or) {
+        return nullptr;
+    }
+    std::vector<db::ExprPtr> branches;
+    for (const auto &child : expression.children()) {
+        std::vector<db::ExprPtr> conjuncts;
+        split_conjuncts(child, conjuncts);
+        std::vector<db::ExprPtr> local;
+        for (const auto &conjunct : conjuncts) {
+            const auto ids = columns_of(*conjunct);
+            if (!ids.empty() && subset(ids, columns)) {
+                local.push_back(conjunct);
+            }
+        }
+        if (local.empty()) {
+            return nullptr;
+        }
+        branches.push_back(conjunction_of(local));
+    }
+    return db::expr::logical_or(std::move(branches));
+}
+
+} // namespace
+
+void Optimizer::register_base(const LogicalNode &node) {
+    for (const auto &child : node.children) {
+        register_base(*child);
+    }
+    if (node.kind == LogicalKind::get) {
+        for (std::size_t i = 0; i < node.table_columns.size(); ++i) {
+            _base[node.table_columns[i]] = BaseColumn{node.table.get(), i};
+        }
+    } else if (node.kind == LogicalKind::project) {
+        for (std::size_t i = 0; i < node.expressions.size(); ++i) {
+            const auto source = column_of(*node.expressions[i]);
+            if (node.expressions[i]->kind() == db::ExprKind::column && source.has_value()) {
+                const auto it = _base.find(*source);
+                if (it != _base.end()) {
+                    _base[node.output[i]] = it->second;
+                }
+            }
+        }
+    } else if (node.kind == LogicalKind::aggregate) {
+        for (std::size_t i = 0; i < node.groups.size(); ++i) {
+            if (node.groups[i]->kind() == db::ExprKind::column) {
+                const auto it = _base.find(node.groups[i]->column_index());
+                if (it != _base.end()) {
+                    _base[node.output[i]] = it->second;
+                }
+            }
+        }
+    }
+}
+
+const db::ColumnStatistics *Optimizer::statistics(ColumnId id) const {
+    const auto it = _base.find(id);
+    if (it == _base.end() || it->second.table->row_count() == 0) {
+        return nullptr;
+    }
+    return &it->second.table->statistics(it->second.column);
+}
+
+double Optimizer::distinct(ColumnId id, double rows) const {
+    double estimate = _columns[id].distinct;
+    if (estimate < 0) {
+        estimate = rows;
+    }
+    return std::max(1.0, std::min(estimate, std::max(rows, 1.0)));
+}
+
+LogicalPtr Optimizer::optimize(LogicalPtr root) {
+    register_base(*root);
+    root = rewrite(std::move(root));
+    estimate(*root);
+    decide(*root);
+    return root;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selectivity
+
+std::optional<double> Optimizer::range_fraction(const db::Expr &conjunct) {
+    if (conjunct.kind() != db::ExprKind::compare) {
+        return std::nullopt;
+    }
+    auto column = column_of(conjunct.child(0));
+    const db::Expr *constant = &conjunct.child(1);
+    db::CompareOp op = conjunct.compare_op();
+    if (!column.has_value() || constant->kind() != db::ExprKind::constant) {
+        column = column_of(conjunct.child(1));
+        constant = &conjunct.child(0);
+        op = mirrored(op);
+    }
+    if (!column.has_value() || constant->kind() != db::ExprKind::constant) {
+        return std::nullopt;
+    }
+    const auto value = as_number(constant->value());
+    const auto *stats = statistics(*column);
+    if (!value.has_value() || stats == nullptr || !as_number(stats->min) || !as_number(stats->max)) {
+        return std::nullopt;
+    }
+    const double min = *as_number(stats->min);
+    const double max = *as_number(stats->max);
+    const bool discrete = _columns[*column].type.id != db::TypeId::float64;
+    const double width = max - min + (discrete ? 1.0 : 0.0);
+    if (width <= 0) {
+        return 1.0;
+    }
+    double fraction = 0.0;
+    if (op == db::CompareOp::greater || op == db::CompareOp::greater_equal) {
+        fraction = (max - std::max(min, *value) + (discrete ? 1.0 : 0.0)) / width;
+    } else {
+        fraction = (std::min(max, *value) - min + (discrete ? 1.0 : 0.0)) / width;
+    }
+    return std::clamp(fraction, 0.0, 1.0);
+}
+
+double Optimizer::conjunct_selectivity(const db::Expr &conjunct) {
+    switch (conjunct.kind()) {
+    case db::ExprKind::constant:
+        return conjunct.value().null || conjunct.value().i64 == 0 ? 0.0 : 1.0;
+    case db::ExprKind::logical_and: {
+        std::vector<db::ExprPtr> parts(conjunct.children().begin(), conjunct.children().end());
+        return selectivity(parts);
+    }
+    case db::ExprKind::logical_or: {
+        double none = 1.0;
+        for (const auto &child : conjunct.children()) {
+            none *= 1.0 - conjunct_selectivity(*child);
+        }
+        return 1.0 - none;
+    }
+    case db::ExprKind::logical_not:
+        return 1.0 - conjunct_selectivity(conjunct.child(0));
+    case db::ExprKind::compare: {
+        const auto left = column_of(conjunct.child(0));
+        const auto right = column_of(conjunct.child(1));
+        const bool left_constant = conjunct.child(0).kind() == db::ExprKind::constant;
+        const bool right_constant = conjunct.child(1).kind() == db::ExprKind::constant;
+        const auto column = left.has_value() ? left : right;
+        const bool with_constant =
+            (left.has_value() && right_constant) || (right.has_value() && left_constant);
+        if (conjunct.compare_op() == db::CompareOp::equal) {
+            if (with_constant) {
+                return 1.0 / distinct(*column, 1e18);
+            }
+            if (left.has_value() && right.has_value()) {
+                return 1.0 / std::max(distinct(*left, 1e18), distinct(*right, 1e18));
+            }
+            return unknown_selectivity;
+        }
+        if (conjunct.compare_op() == db::CompareOp::not_equal) {
+            return with_constant ? 1.0 - 1.0 / distinct(*column, 1e18) : 1.0 - unknown_selectivity;
+        }
+        if (with_constant) {
+            // A range nested in OR or NOT: estimated alone against the column's min and max.
+            const auto fraction = range_fraction(conjunct);
+            return fraction.value_or(1.0 / 3.0);
+        }
+        return 1.0 / 3.0;
+    }
+    case db::ExprKind::in_list: {
+        const auto column = column_of(conjunct.child(0));
+        const double values = static_cast<double>(conjunct.list().size());
+        const double fraction = column.has_value() ? std::min(1.0, values / distinct(*column, 1e18))
+                                                   : std::min(1.0, values * 0.1);
+        return conjunct.negated() ? 1.0 - fraction : fraction;
+    }
+    case db::ExprKind::like: {
+        const std::string &pattern = conjunct.pattern();
+        double fraction = 0.1;
+        if (pattern.find_first_of("%_") == std::string::npos) {
+            const auto column = column_of(conjunct.child(0));
+            fraction = column.has_value() ? 1.0 / distinct(*column, 1e18) : 0.05;
+        } else if (!pattern.empty() && pattern.front() != '%' && pattern.front() != '_') {
+            fraction = 0.05; // a prefix
+        }
+        return conjunct.negated() ? 1.0 - fraction : fraction;
+    }
+    case db::ExprKind::is_null: {
+        const auto column = column_of(conjunct.child(0));
+        double fraction = 0.05;
+        if (column.has_value()) {
+            const auto *stats = statistics(*column);
+            const auto it = _base.find(*column);
+            if (stats != nullptr && it != _base.end()) {
+                fraction = static_cast<double>(stats->null_count) /
+                           static_cast<double>(std::max<std::uint64_t>(1, it->second.table->row_count()));
+            } else if (!_columns[*column].nullable) {
+                fraction = 0.0;
+            }
+        }
+        return conjunct.negated() ? 1.0 - fraction : fraction;
+    }
+    default:
+        return unknown_selectivity;
+    }
+}
+
+double Optimizer::selectivity(const std::vector<db::ExprPtr> &conjuncts) {
+    // Range conditions on one column (BETWEEN, >= and <) are combined into one interval and
+    // estimated against the column's min and max; everything else is assumed independent.
+    struct Range {
+        std::optional<double> low;
+        std::optional<double> high;
+    };
+    std::map<ColumnId, Range> ranges;
+    double result = 1.0;
+    for (const auto &conjunct : conjuncts) {
+        bool handled = false;
+        if (conjunct->kind() == db::ExprKind::compare && conjunct->compare_op() != db::CompareOp::equal &&
+            conjunct->compare_op() != db::CompareOp::not_equal) {
+            auto column = column_of(conjunct->child(0));
+            const db::Expr *constant = &conjunct->child(1);
+            db::CompareOp op = conjunct->compare_op();
+            if (!column.has_value() || constant->kind() != db::ExprKind::constant) {
+                column = column_of(conjunct->child(1));
+                constant = &conjunct->child(0);
+                op = mirrored(op);
+            }
+            if (column.has_value() && constant->kind() == db::ExprKind::constant) {
+                const auto value = as_number(constant->value());
+                const auto *stats = statistics(*column);
+                if (value.has_value() && stats != nullptr && as_number(stats->min) && as_number(stats->max)) {
+                    Range &range = ranges[*column];
+                    if (op == db::CompareOp::greater || op == db::CompareOp::greater_equal) {
+                        range.low = range.low ? std::max(*range.low, *value) : *value;
+                    } else {
+                        range.high = range.high ? std::min(*range.high, *value) : *value;
+                    }
+                    handled = true;
+                } else if (constant->value().null) {
+                    result = 0.0;
+                    handled = true;
+                }
+            }
+        }
+        if (!handled) {
+            result *= conjunct_selectivity(*conjunct);
+        }
+    }
+    for (const auto &[column, range] : ranges) {
+        const auto *stats = statistics(column);
+        const double min = *as_number(stats->min);
+        const double max = *as_number(stats->max);
+        const double low = std::max(min, range.low.value_or(min));
+        const double high = std::min(max, range.high.value_or(max));
+        double fraction = 0.0;
+        if (high >= low) {
+            // Integers and dates: a closed range of n values out of (max - min + 1).
+            const bool discrete = _columns[column].type.id != db::TypeId::float64;
+            const double width = max - min + (discrete ? 1.0 : 0.0);
+            fraction = width > 0 ? (high - low + (discrete ? 1.0 : 0.0)) / width : 1.0;
+        }
+        result *= std::clamp(fraction, 0.0, 1.0);
+    }
+    return std::clamp(result, 0.0, 1.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pushdown and join ordering
+
+LogicalPtr Optimizer::rewrite(LogicalPtr node) {
+    switch (node->kind) {
+    case LogicalKind::filter:
+        return rewrite_region(std::move(node));
+    case LogicalKind::join:
+        if (node->join_kind == db::JoinKind::left_outer) {
+            return rewrite_outer_join(std::move(node));
+        }
+        return rewrite_region(std::move(node));
+    case LogicalKind::get:
+        return node;
+    default:
+        for (auto &child : node->children) {
+            child = rewrite(std::move(child));
+        }
+        return node;
+    }
+}
+
+LogicalPtr Optimizer::place(LogicalPtr leaf, std::vector<db::ExprPtr> conjuncts) {
+    std::vector<db::ExprPtr> above;
+    switch (leaf->kind) {
+    case LogicalKind::get:
+        leaf->conjuncts.insert(leaf->conjuncts.end(), conjuncts.begin(), conjuncts.end());
+        return leaf;
+    case LogicalKind::project: {
+        // Through a projection when every referenced output is a plain column of the input.
+        std::map<ColumnId, ColumnId> through;
+        for (std::size_t i = 0; i < leaf->expressions.size(); ++i) {
+            if (leaf->expressions[i]->kind() == db::ExprKind::column) {
+                through[leaf->output[i]] = leaf->expressions[i]->column_index();
+            }
+        }
+        std::vector<db::ExprPtr> below;
+        for (auto &conjunct : conjuncts) {
+            const auto ids = columns_of(*conjunct);
+            if (std::all_of(ids.begin(), ids.end(), [&](ColumnId id) { return through.count(id) > 0; })) {
+                below.push_back(
+                    db::expr::remap_columns(conjunct, [&](std::uint32_t id) { return through.at(id); }));
+            } else {
+                above.push_back(std::move(conjunct));
+            }
+        }
+        if (!below.empty()) {
+            leaf->children[0] = make_filter(std::move(leaf->children[0]), std::move(below));
+        }
+        leaf->children[0] = rewrite(std::move(leaf->children[0]));
+        break;
+    }
+    case LogicalKind::aggregate: {
+        // Below an aggregation when the condition only reads group keys that are columns.
+        std::map<ColumnId, ColumnId> through;
+        for (std::size_t i = 0; i < leaf->groups.size(); ++i) {
+            if (leaf->groups[i]->kind() == db::ExprKind::column) {
+                through[leaf->output[i]] = leaf->groups[i]->column_index();
+            }
+        }
+        std::vector<db::ExprPtr> below;
+        for (auto &conjunct : conjuncts) {
+            const auto ids = columns_of(*conjunct);
+            if (!ids.empty() &&
+                std::all_of(ids.begin(), ids.end(), [&](ColumnId id) { return through.count(id) > 0; })) {
+                below.push_back(
+                    db::expr::remap_columns(conjunct, [&](std::uint32_t id) { return through.at(id); }));
+            } else {
+                above.push_back(std::move(conjunct));
+            }
+        }
+        if (!below.empty()) {
+            leaf->children[0] = make_filter(std::move(leaf->children[0]), std::move(below));
+        }
+        leaf->children[0] = rewrite(std::move(leaf->children[0]));
+        break;
+    }
+    case LogicalKind::join: {
+        // Only outer joins are leaves of a region: conditions on the preserved side go below.
+        const std::set<ColumnId> left = id_set(leaf->children[0]->output);
+        std::vector<db::ExprPtr> below;
+        for (auto &conjunct : conjuncts) {
+            const auto ids = columns_of(*conjunct);
+            if (!ids.empty() && subset(ids, left)) {
+                below.push_back(std::move(conjunct));
+            } else {
+                above.push_back(std::move(conjunct));
+            }
+        }
+        if (!below.empty()) {
+            leaf->children[0] = make_filter(std::move(leaf->children[0]), std::move(below));
+        }
+        leaf = rewrite(std::move(leaf));
+        break;
+    }
+    default:
+        above = std::move(conjuncts);
+        leaf = rewrite(std::move(leaf));
+        break;
+    }
+    if (!above.empty()) {
+        leaf = make_filter(std::move(leaf), std::move(above));
+    }
+    return leaf;
+}
+
+LogicalPtr Optimizer::rewrite_outer_join(LogicalPtr node) {
+    // ON conditions that read only the build (nullable) side filter it before the join.
+    const std::set<ColumnId> right = id_set(node->children[1]->output);
+    std::vector<db::ExprPtr> keep;
+    std::vector<db::ExprPtr> below;
+    for (auto &conjunct : node->conjuncts) {
+        const auto ids = columns_of(*conjunct);
+        if (!ids.empty() && subset(ids, right)) {
+            below.push_back(std::move(conjunct));
+        } else {
+            keep.push_back(std::move(conjunct));
+        }
+    }
+    node->conjuncts = std::move(keep);
+    if (!below.empty()) {
+        node->children[1] = make_filter(std::move(node->children[1]), std::move(below));
+    }
+    node->children[0] = rewrite(std::move(node->children[0]));
+    node->children[1] = rewrite(std::move(node->children[1]));
+    choose_keys(*node);
+    return node;
+}
+
+void Optimizer::choose_keys(LogicalNode &join) {
+    const std::set<ColumnId> left = id_set(join.children[0]->output);
+    const std::set<ColumnId> right = id_set(join.children[1]->output);
+    std::vector<db::ExprPtr> residual;
+    for (auto &conjunct : join.conjuncts) {
+        if (conjunct->kind() == db::ExprKind::compare && conjunct->compare_op() == db::CompareOp::equal) {
+            const auto a = columns_of(conjunct->child(0));
+            const auto b = columns_of(conjunct->child(1));
+            if (!a.empty() && !b.empty() && subset(a, left) && subset(b, right)) {
+                join.left_keys.push_back(conjunct->children()[0]);
+                join.right_keys.push_back(conjunct->children()[1]);
+                continue;
+            }
+            if (!a.empty() && !b.empty() && subset(b, left) && subset(a, right)) {
+                join.left_keys.push_back(conjunct->children()[1]);
+                join.right_keys.push_back(conjunct->children()[0]);
+                continue;
+            }
+        }
+        residual.push_back(std::move(conjunct));
+    }
+    join.conjuncts = std::move(residual);
+    join.optimized = true;
+}
+
+LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
+    // Collect the region: inner joins, cross products and filters over leaves, and the semi and
+    // anti joins applied to it.
+    struct Semi {
+        LogicalPtr join; // children[0] is replaced when the semi join is placed
+    };
+    std::vector<LogicalPtr> leaves;
+    std::vector<db::ExprPtr> conjuncts;
+    std::vector<LogicalPtr> semis;
+    std::vector<LogicalPtr> pending{};
+    pending.push_back(std::move(node));
+    while (!pending.empty()) {
+        LogicalPtr current = std::move(pending.back());
+        pending.pop_back();
+        if (current->kind == LogicalKind::filter) {
+            conjuncts.insert(conjuncts.end(), current->conjuncts.begin(), current->conjuncts.end());
+            pending.push_back(std::move(current->children[0]));
+        } else if (current->kind == LogicalKind::join && current->join_kind == db::JoinKind::inner &&
+                   !current->optimized) {
+            conjuncts.insert(conjuncts.end(), current->conjuncts.begin(), current->conjuncts.end());
+            pending.push_back(std::move(current->children[0]));
+            pending.push_back(std::move(current->children[1]));
+        } else if (current->kind == LogicalKind::join &&
+                   (current->join_kind == db::JoinKind::semi || current->join_kind == db::JoinKind::anti) &&
+                   !current->optimized) {
+            pending.push_back(std::move(current->children[0]));
+            semis.push_back(std::move(current));
+        } else {
+            leaves.push_back(std::move(current));
+        }
+    }
+    std::reverse(leaves.begin(), leaves.end()); // FROM order, for stable plans
+    std::reverse(semis.begin(), semis.end());
+
+    // Constant folding: split conjunctions, drop TRUE.
+    {
+        std::vector<db::ExprPtr> split;
+        for (const auto &conjunct : conjuncts) {
+            split_conjuncts(conjunct, split);
+        }
+        std::vector<db::ExprPtr> factored;
+        for (const auto &conjunct : split) {
+            factor_or(conjunct, factored);
+        }
+        conjuncts.clear();
+        for (auto &conjunct : factored) {
+            if (!is_true(*conjunct)) {
+                conjuncts.push_back(std::move(conjunct));
+            }
+        }
+    }
+
+    // Pushdown: a conjunct over one leaf's columns goes to that leaf.
+    std::vector<std::set<ColumnId>> leaf_columns;
+    for (const auto &leaf : leaves) {
+        leaf_columns.push_back(id_set(leaf->output));
+    }
+    std::vector<std::vector<db::ExprPtr>> assigned(leaves.size());
+    struct JoinPredicate {
+        db::ExprPtr expression;
+        std::vector<ColumnId> ids;
+        bool used{false};
+    };
+    std::vector<JoinPredicate> predicates;
+    for (auto &conjunct : conjuncts) {
+        const auto ids = columns_of(*conjunct);
+        bool placed = false;
+        for (std::size_t i = 0; i < leaves.size() && !placed; ++i) {
+            if (subset(ids, leaf_columns[i])) {
+                assigned[i].push_back(conjunct);
+                placed = true;
+            }
+        }
+        if (!placed) {
+            predicates.push_back(JoinPredicate{conjunct, ids, false});
+            for (std::size_t i = 0; i < leaves.size(); ++i) {
+                if (db::ExprPtr implied = implied_by_or(*conjunct, leaf_columns[i])) {
+                    assigned[i].push_back(std::move(implied));
+                }
+            }
+        }
+    }
+    for (std::size_t i = 0; i < leaves.size(); ++i) {
+        leaves[i] = place(std::move(leaves[i]), std::move(assigned[i]));
+        estimate(*leaves[i]);
+    }
+
+    // Semi and anti joins go onto the one leaf whose columns they read, else on top.
+    std::vector<LogicalPtr> top_semis;
+    for (auto &semi : semis) {
+        const std::set<ColumnId> right = id_set(semi->children[1]->output);
+        std::vector<db::ExprPtr> keep;
+        std::vector<db::ExprPtr> inner_only;
+        std::set<ColumnId> outer_ids;
+        for (auto &conjunct : semi->conjuncts) {
+            const auto ids = columns_of(*conjunct);
+            if (!ids.empty() && subset(ids, right)) {
+                inner_only.push_back(std::move(conjunct));
+                continue;
+            }
+            for (ColumnId id : ids) {
+                if (right.count(id) == 0) {
+                    outer_ids.insert(id);
+                }
+            }
+            keep.push_back(std::move(conjunct));
+        }
+        semi->conjuncts = std::move(keep);
+        if (!inner_only.empty()) {
+            semi->children[1] = make_filter(std::move(semi->children[1]), std::move(inner_only));
+        }
+        semi->children[1] = rewrite(std::move(semi->children[1]));
+        std::optional<std::size_t> target;
+        for (std::size_t i = 0; i < leaves.size(); ++i) {
+            if (subset(std::vector<ColumnId>(outer_ids.begin(), outer_ids.end()),
+                       id_set(leaves[i]->output))) {
+                target = i;
+                break;
+            }
+        }
+        if (target.has_value()) {
+            semi->children[0] = std::move(leaves[*target]);
+            semi->output = semi->children[0]->output;
+            choose_keys(*semi);
+            estimate(*semi);
+            leaves[*target] = std::move(semi);
+        } else {
+            top_semis.push_back(std::move(semi));
+        }
+    }
+
+    // Greedy join ordering over the leaves.
+    struct Component {
+        LogicalPtr tree;
+        std::set<ColumnId> ids;
+    };
+    std::vector<Component> components;
+    for (auto &leaf : leaves) {
+        Component component;
+        component.ids = id_set(leaf->output);
+        component.tree = std::move(leaf);
+        components.push_back(std::move(component));
+    }
+    auto key_distinct = [&](const std::vector<db::ExprPtr> &keys, double rows) {
+        double product = 1.0;
+        for (const auto &key : keys) {
+            const auto ids = columns_of(*key);
+            product *= ids.size() == 1 ? distinct(ids.front(), rows) : rows;
+        }
+        return std::max(1.0, std::min(product, std::max(rows, 1.0)));
+    };
+    while (components.size() > 1) {
+        std::optional<std::pair<std::size_t, std::size_t>> best;
+        double best_rows = 0.0;
+        double best_inputs = 0.0;
+        for (std::size_t i = 0; i < components.size(); ++i) {
+            for (std::size_t j = i + 1; j < components.size(); ++j) {
+                std::vector<db::ExprPtr> left_keys;
+                std::vector<db::ExprPtr> right_keys;
+                for (const auto &predicate : predicates) {
+                    const db::Expr &e = *predicate.expression;
+                    if (predicate.used || e.kind() != db::ExprKind::compare ||
+                        e.compare_op() != db::CompareOp::equal) {
+                        continue;
+                    }
+                    const auto a = columns_of(e.child(0));
+                    const auto b = columns_of(e.child(1));
+                    if (a.empty() || b.empty()) {
+                        continue;
+                    }
+                    if (subset(a, components[i].ids) && subset(b, components[j].ids)) {
+                        left_keys.push_back(e.children()[0]);
+                        right_keys.push_back(e.children()[1]);
+                    } else if (subset(b, components[i].ids) && subset(a, components[j].ids)) {
+                        left_keys.push_back(e.children()[1]);
+                        right_keys.push_back(e.children()[0]);
+                    }
+                }
+                if (left_keys.empty()) {
+                    continue;
+                }
+                const double rows_i = std::max(components[i].tree->rows, 0.0);
+                const double rows_j = std::max(components[j].tree->rows, 0.0);
+                const double denominator =
+                    std::max(key_distinct(left_keys, rows_i), key_distinct(right_keys, rows_j));
+                const double rows = rows_i * rows_j / denominator;
+                const double inputs = rows_i + rows_j;
+                if (!best.has_value() || rows < best_rows || (rows == best_rows && inputs < best_inputs)) {
+                    best = std::make_pair(i, j);
+                    best_rows = rows;
+                    best_inputs = inputs;
+                }
+            }
+        }
+        if (!best.has_value()) {
+            // No join condition connects the rest: a cross product of the two smallest inputs.
+            std::vector<std::size_t> order(components.size());
+            for (std::size_t i = 0; i < order.size(); ++i) {
+                order[i] = i;
+            }
+            std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+                return components[a].tree->rows < components[b].tree->rows;
+            });
+            best = std::make_pair(std::min(order[0], order[1]), std::max(order[0], order[1]));
+        }
+        auto [i, j] = *best;
+        Component &a = components[i];
+        Component &b = components[j];
+        // The smaller input is the build side (right); the larger one streams through.
+        const bool a_builds = a.tree->rows < b.tree->rows;
+        LogicalPtr probe = a_builds ? std::move(b.tree) : std::move(a.tree);
+        LogicalPtr build = a_builds ? std::move(a.tree) : std::move(b.tree);
+        std::set<ColumnId> ids = a.ids;
+        ids.insert(b.ids.begin(), b.ids.end());
+        std::vector<db::ExprPtr> condition;
+        for (auto &predicate : predicates) {
+            if (!predicate.used && subset(predicate.ids, ids)) {
+                predicate.used = true;
+                condition.push_back(predicate.expression);
+            }
+        }
+        LogicalPtr join =
+            make_join(db::JoinKind::inner, std::move(probe), std::move(build), std::move(condition));
+        choose_keys(*join);
+        estimate(*join);
+        Component merged;
+        merged.tree = std::move(join);
+        merged.ids = std::move(ids);
+        components[i] = std::move(merged);
+        components.erase(components.begin() + static_cast<std::ptrdiff_t>(j));
+    }
+    LogicalPtr tree = std::move(components.front().tree);
+    for (auto &semi : top_semis) {
+        semi->children[0] = std::move(tree);
+        semi->output = semi->children[0]->output;
+        choose_keys(*semi);
+        estimate(*semi);
+        tree = std::move(semi);
+    }
+    std::vector<db::ExprPtr> rest;
+    for (auto &predicate : predicates) {
+        if (!predicate.used) {
+            rest.push_back(predicate.expression);
+        }
+    }
+    if (!rest.empty()) {
+        tree = make_filter(std::move(tree), std::move(rest));
+        estimate(*tree);
+    }
+    return tree;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cardinality estimates
+
+void Optimizer::estimate(LogicalNode &node) {
+    for (auto &child : node.children) {
+        if (child->rows < 0) {
+            estimate(*child);
+        }
+    }
+    auto cap_distinct = [&](const std::vector<ColumnId> &ids, double rows) {
+        for (ColumnId id : ids) {
+            double &d = _columns[id].distinct;
+            d = d < 0 ? rows : std::min(d, std::max(rows, 1.0));
+        }
+    };
+    switch (node.kind) {
+    case LogicalKind::get: {
+        const double rows = static_cast<double>(node.table->row_count());
+        for (std::size_t i = 0; i < node.table_columns.size(); ++i) {
+            const auto &stats = node.table->statistics(i);
+            double d = static_cast<double>(stats.distinct_count);
+            if (d <= 0) {
+                d = rows > 0 ? rows : 1.0;
+            }
+            _columns[node.table_columns[i]].distinct = std::min(d, std::max(rows, 1.0));
+        }
+        node.rows = rows * selectivity(node.conjuncts);
+        // An equality with a constant leaves one distinct value.
+        for (const auto &conjunct : node.conjuncts) {
+            if (conjunct->kind() == db::ExprKind::compare && conjunct->compare_op() == db::CompareOp::equal) {
+                const auto column = column_of(conjunct->child(0));
+                const bool constant = conjunct->child(1).kind() == db::ExprKind::constant;
+                if (column.has_value() && constant) {
+                    _columns[*column].distinct = 1.0;
+                }
+            }
+        }
+        cap_distinct(node.output, node.rows);
+        break;
+    }
+    case LogicalKind::filter:
+        node.rows = node.children[0]->rows * selectivity(node.conjuncts);
+        cap_distinct(node.output, node.rows);
+        break;
+    case LogicalKind::project: {
+        node.rows = node.children[0]->rows;
+        for (std::size_t i = 0; i < node.expressions.size(); ++i) {
+            const auto ids = columns_of(*node.expressions[i]);
+            double d = node.rows;
+            if (ids.empty()) {
+                d = 1.0;
+            } else if (ids.size() == 1) {
+                d = distinct(ids.front(), node.rows);
+            }
+            _columns[node.output[i]].distinct = std::max(1.0, std::min(d, std::max(node.rows, 1.0)));
+        }
+        break;
+    }
+    case LogicalKind::join: {
+        const double left = node.children[0]->rows;
+        const double right = node.children[1]->rows;
+        auto side_distinct = [&](const std::vector<db::ExprPtr> &keys, double rows) {
+            double product = 1.0;
+            for (const auto &key : keys) {
+                const auto ids = columns_of(*key);
+                product *= ids.size() == 1 ? distinct(ids.front(), rows) : rows;
+            }
+            return std::max(1.0, std::min(product, std::max(rows, 1.0)));
+        };
+        const double left_distinct = node.left_keys.empty() ? 1.0 : side_distinct(node.left_keys, left);
+        const double right_distinct = node.right_keys.empty() ? 1.0 : side_distinct(node.right_keys, right);
+        const double residual = selectivity(node.conjuncts);
+        const double inner = left * right / std::max(left_distinct, right_distinct) * residual;
+        // Fraction of left rows with a partner (containment of the smaller key set).
+        const double matched =
+            std::min(1.0, right_distinct / left_distinct) * (node.conjuncts.empty() ? 1.0 : 0.5);
+        switch (node.join_kind) {
+        case db::JoinKind::inner:
+            node.rows = inner;
+            break;
+        case db::JoinKind::left_outer:
+            node.rows = std::max(left, inner);
+            break;
+        case db::JoinKind::semi:
+            node.rows = right > 0 ? left * matched : 0.0;
+            break;
+        case db::JoinKind::anti:
+            node.rows = right > 0 ? left * std::max(0.05, 1.0 - matched) : left;
+            break;
+        }
+        cap_distinct(node.output, node.rows);
+        break;
+    }
+    case LogicalKind::aggregate: {
+        const double input = node.children[0]->rows;
+        double groups = 1.0;
+        for (const auto &group : node.groups) {
+            const auto ids = columns_of(*group);
+            groups *= ids.size() == 1 ? distinct(ids.front(), input) : input;
+        }
+        node.rows = node.groups.empty() ? 1.0 : std::min(groups, input);
+        for (std::size_t i = 0; i < node.groups.size(); ++i) {
+            const auto ids = columns_of(*node.groups[i]);
+            _columns[node.output[i]].distinct = std::max(
+                1.0, std::min(ids.size() == 1 ? distinct(ids.front(), input) : node.rows, node.rows));
+        }
+        for (std::size_t i = node.groups.size(); i < node.output.size(); ++i) {
+            _columns[node.output[i]].distinct = std::max(node.rows, 1.0);
+        }
+        break;
+    }
+    case LogicalKind::sort:
+    case LogicalKind::limit: {
+        double rows = node.children[0]->rows;
+        rows = std::max(0.0, rows - static_cast<double>(node.offset));
+        if (node.limit.has_value()) {
+            rows = std::min(rows, static_cast<double>(*node.limit));
+        }
+        node.rows = rows;
+        break;
+    }
+    }
+}
+
+void Optimizer::decide(LogicalNode &node) {
+    for (auto &child : node.children) {
+        decide(*child);
+    }
+    if (node.kind == LogicalKind::join) {
+        if (!node.optimized) {
+            choose_keys(node);
+        }
+        const double build = node.children[1]->rows;
+        const double probe = node.children[0]->rows;
+        node.strategy = node.join_kind == db::JoinKind::inner && build > radix_join_min_build_rows
+                            ? db::JoinStrategy::radix_partitioned
+                            : db::JoinStrategy::non_partitioned;
+        // A Bloom filter pays when it lets most probe rows skip the hash table.
+        double matched = 1.0;
+        if (probe > 0) {
+            matched = node.join_kind == db::JoinKind::anti ? 1.0 - node.rows / probe : node.rows / probe;
+        }
+        node.bloom_filter = !node.left_keys.empty() && matched < 0.5;
+    } else if (node.kind == LogicalKind::get) {
+        const double rows = static_cast<double>(node.table->row_count());
+        const double fraction = rows > 0 ? node.rows / rows : 1.0;
+        std::ostringstream text;
+        if (!node.conjuncts.empty() && fraction <= selective_scan_fraction) {
+            std::set<ColumnId> ids;
+            for (const auto &conjunct : node.conjuncts) {
+                for (ColumnId id : columns_of(*conjunct)) {
+                    ids.insert(id);
+                }
+            }
+            text << "predicate column" << (ids.size() > 1 ? "s " : " ");
+            bool first = true;
+            for (ColumnId id : ids) {
+                text << (first ? "" : ", ") << _columns[id].name;
+                first = false;
+            }
+            text << " entirely (selective: " << std::max(0.01, std::round(fraction * 10000.0) / 100.0)
+                 << "% of rows)";
+        } else {
+            text << "first cache lines of each accessed column";
+        }
+        node.prefetch = text.str();
+    }
+}
+
+} // namespace mx::sql::detail

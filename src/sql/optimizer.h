@@ -1,0 +1,65 @@
+#pragma once
+
+// The optimizer: rewrites a bound logical plan before physical planning.
+//   - constant folding of predicates (the expression factories fold constant subtrees; here
+//     TRUE conjuncts disappear and predicates are split into conjuncts),
+//   - predicate pushdown into scans, through projections, below aggregations (on group keys),
+//     into the preserved side of outer joins and below semi/anti joins,
+//   - join ordering: inner joins and cross products of a query block form one region whose
+//     relations are joined greedily, always the connected pair with the smallest estimated
+//     result; the smaller input becomes the build side,
+//   - physical choices per join (non-partitioned or radix-partitioned, Bloom filter) and per
+//     scan (prefetch strategy, dissertation 7.3),
+//   - cardinality estimates for every node from the tables' statistics.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "logical.h"
+
+namespace mx::sql::detail {
+
+/// Build sides estimated larger than this many rows use the radix-partitioned join: its hash
+/// table no longer fits the caches, and partitioning pays for its extra pass.
+inline constexpr double radix_join_min_build_rows = 1U << 20U;
+/// A scan predicate keeping at most this fraction of rows is "highly selective": its columns
+/// are prefetched entirely, the other columns are touched for few rows only.
+inline constexpr double selective_scan_fraction = 0.05;
+
+class Optimizer {
+public:
+    explicit Optimizer(ColumnRegistry &columns) : _columns(columns) {}
+
+    LogicalPtr optimize(LogicalPtr root);
+
+    /// Estimated fraction of rows for which all `conjuncts` hold (exposed for tests).
+    double selectivity(const std::vector<db::ExprPtr> &conjuncts);
+
+private:
+    struct BaseColumn {
+        const db::Table *table{nullptr};
+        std::size_t column{0};
+    };
+
+    LogicalPtr rewrite(LogicalPtr node);
+    LogicalPtr rewrite_region(LogicalPtr node);
+    LogicalPtr rewrite_outer_join(LogicalPtr node);
+    LogicalPtr place(LogicalPtr leaf, std::vector<db::ExprPtr> conjuncts);
+    void choose_keys(LogicalNode &join);
+    void estimate(LogicalNode &node);
+    void decide(LogicalNode &node);
+
+    double conjunct_selectivity(const db::Expr &conjunct);
+    std::optional<double> range_fraction(const db::Expr &conjunct);
+    double distinct(ColumnId id, double rows) const;
+    const db::ColumnStatistics *statistics(ColumnId id) const;
+    void register_base(const LogicalNode &node);
+
+    ColumnRegistry &_columns;
+    std::map<ColumnId, BaseColumn> _base;
+};
+
+} // namespace mx::sql::detail

@@ -1,0 +1,358 @@
+#include "physical.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace mx::sql::detail {
+
+namespace {
+
+class Planner {
+public:
+    explicit Planner(const ColumnRegistry &columns) : _columns(columns) {}
+
+    struct Result {
+        db::PlanPtr plan;
+        std::vector<ColumnId> layout; // ColumnId of each output position
+    };
+
+    /// `prune`: drop columns nobody above reads right here (off for the probe input of a join,
+    /// whose batches stream through the probe without copies anyway).
+    Result build(const LogicalNode &node, const std::set<ColumnId> &required, bool prune = true);
+
+    std::vector<std::string> notes;
+
+    static std::uint32_t position(const std::vector<ColumnId> &layout, ColumnId id) {
+        const auto it = std::find(layout.begin(), layout.end(), id);
+        if (it == layout.end()) {
+            throw std::logic_error("planner: column " + std::to_string(id) + " is not in the input");
+        }
+        return static_cast<std::uint32_t>(it - layout.begin());
+    }
+    static db::ExprPtr remap(const db::ExprPtr &expression, const std::vector<ColumnId> &layout) {
+        return db::expr::remap_columns(expression, [&](std::uint32_t id) { return position(layout, id); });
+    }
+    static void add_columns(const db::ExprPtr &expression, std::set<ColumnId> &into) {
+        if (expression != nullptr) {
+            for (ColumnId id : columns_of(*expression)) {
+                into.insert(id);
+            }
+        }
+    }
+    static db::ExprPtr conjunction(const std::vector<db::ExprPtr> &conjuncts) {
+        if (conjuncts.empty()) {
+            return nullptr;
+        }
+        return conjuncts.size() == 1 ? conjuncts.front() : db::expr::logical_and(conjuncts);
+    }
+
+    static bool only_column_references(const std::vector<db::ExprPtr> &expressions) {
+        return std::all_of(expressions.begin(), expressions.end(),
+                           [](const db::ExprPtr &e) { return e->kind() == db::ExprKind::column; });
+    }
+
+    /// A projection over `input`; merged with a projection below it when one of the two only
+    /// selects columns (fewer operators, and batches are not re-wrapped twice).
+    static db::PlanPtr project_on(db::PlanPtr input, std::vector<db::ExprPtr> expressions,
+                                  std::vector<std::string> names, double rows) {
+        if (input->kind == db::PlanKind::project) {
+            const auto &below = input->expressions;
+            if (only_column_references(expressions)) {
+                std::vector<db::ExprPtr> picked;
+                for (const auto &expression : expressions) {
+                    picked.push_back(below[expression->column_index()]);
+                }
+                expressions = std::move(picked);
+                input = std::move(input->children[0]);
+            } else if (only_column_references(below)) {
+                std::vector<std::uint32_t> positions;
+                for (const auto &expression : below) {
+                    positions.push_back(expression->column_index());
+                }
+                for (auto &expression : expressions) {
+                    expression =
+                        db::expr::remap_columns(expression, [&](std::uint32_t i) { return positions[i]; });
+                }
+                input = std::move(input->children[0]);
+            }
+        }
+        db::PlanPtr plan = db::plan::project(std::move(input), std::move(expressions), std::move(names));
+        plan->estimated_rows = rows;
+        return plan;
+    }
+
+    /// Drops output columns nobody above reads (a projection of column references).
+    Result pruned(Result input, const std::set<ColumnId> &required, double rows, bool enabled = true) {
+        if (!enabled) {
+            return input;
+        }
+        std::vector<db::ExprPtr> expressions;
+        std::vector<std::string> names;
+        std::vector<ColumnId> layout;
+        for (std::size_t i = 0; i < input.layout.size(); ++i) {
+            const ColumnId id = input.layout[i];
+            if (required.count(id) == 0 || std::find(layout.begin(), layout.end(), id) != layout.end()) {
+                continue;
+            }
+            const auto &column = input.plan->output[i];
+            expressions.push_back(db::expr::column(static_cast<std::uint32_t>(i), column.type, column.name));
+            names.push_back(column.name);
+            layout.push_back(id);
+        }
+        if (layout.size() == input.layout.size()) {
+            return input;
+        }
+        if (layout.empty()) {
+            // Keep one column: batches need a width to carry their row count.
+            const auto &column = input.plan->output[0];
+            expressions.push_back(db::expr::column(0, column.type, column.name));
+            names.push_back(column.name);
+            layout.push_back(input.layout[0]);
+        }
+        Result result;
+        result.plan = project_on(std::move(input.plan), std::move(expressions), std::move(names), rows);
+        result.layout = std::move(layout);
+        return result;
+    }
+
+private:
+    const ColumnRegistry &_columns;
+};
+
+Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId> &required, bool prune) {
+    Result result;
+    switch (node.kind) {
+    case LogicalKind::get: {
+        std::set<ColumnId> needed = required;
+        for (const auto &conjunct : node.conjuncts) {
+            add_columns(conjunct, needed);
+        }
+        std::vector<std::uint32_t> scan_columns;
+        for (std::size_t i = 0; i < node.table_columns.size(); ++i) {
+            if (needed.count(node.table_columns[i]) > 0) {
+                scan_columns.push_back(static_cast<std::uint32_t>(i));
+                result.layout.push_back(node.table_columns[i]);
+            }
+        }
+        if (scan_columns.empty()) {
+            // count(*) and the like read no column, but a scan produces at least one.
+            scan_columns.push_back(0);
+            result.layout.push_back(node.table_columns[0]);
+        }
+        db::ExprPtr predicate = conjunction(node.conjuncts);
+        if (predicate != nullptr) {
+            predicate = remap(predicate, result.layout);
+        }
+        result.plan = db::plan::scan(node.table, std::move(scan_columns), std::move(predicate));
+        result.plan->estimated_rows = node.rows;
+        if (!node.prefetch.empty()) {
+            std::ostringstream note;
+            note << "scan " << node.table->name();
+            if (!node.alias.empty() && node.alias != node.table->name()) {
+                note << " " << node.alias;
+            }
+            note << ": prefetch " << node.prefetch;
+            notes.push_back(note.str());
+        }
+        return pruned(std::move(result), required, node.rows, prune);
+    }
+    case LogicalKind::filter: {
+        std::set<ColumnId> needed = required;
+        for (const auto &conjunct : node.conjuncts) {
+            add_columns(conjunct, needed);
+        }
+        Result child = build(*node.children[0], needed);
+        result.layout = child.layout;
+        result.plan =
+            db::plan::filter(std::move(child.plan), remap(conjunction(node.conjuncts), result.layout));
+        result.plan->estimated_rows = node.rows;
+        return pruned(std::move(result), required, node.rows, prune);
+    }
+    case LogicalKind::project: {
+        std::set<ColumnId> needed;
+        std::vector<std::size_t> kept;
+        for (std::size_t i = 0; i < node.output.size(); ++i) {
+            if (required.count(node.output[i]) > 0 &&
+                std::find_if(kept.begin(), kept.end(),
+                             [&](std::size_t k) { return node.output[k] == node.output[i]; }) == kept.end()) {
+                kept.push_back(i);
+                add_columns(node.expressions[i], needed);
+            }
+        }
+        if (kept.empty() && !node.output.empty()) {
+            kept.push_back(0);
+            add_columns(node.expressions[0], needed);
+        }
+        Result child = build(*node.children[0], needed);
+        // A projection that only reorders or renames nothing is left out.
+        bool identity = kept.size() == child.layout.size();
+        for (std::size_t k = 0; k < kept.size() && identity; ++k) {
+            const auto &expression = node.expressions[kept[k]];
+            identity = expression->kind() == db::ExprKind::column &&
+                       expression->column_index() == child.layout[k] &&
+                       child.plan->output[k].name == _columns[node.output[kept[k]]].name;
+        }
+        std::vector<db::ExprPtr> expressions;
+        std::vector<std::string> names;
+        for (std::size_t k : kept) {
+            expressions.push_back(remap(node.expressions[k], child.layout));
+            names.push_back(_columns[node.output[k]].name);
+            result.layout.push_back(node.output[k]);
+        }
+        if (identity) {
+            child.layout = result.layout;
+            return child;
+        }
+        result.plan = project_on(std::move(child.plan), std::move(expressions), std::move(names), node.rows);
+        return result;
+    }
+    case LogicalKind::join: {
+        const std::set<ColumnId> left_ids(node.children[0]->output.begin(), node.children[0]->output.end());
+        const std::set<ColumnId> right_ids(node.children[1]->output.begin(), node.children[1]->output.end());
+        std::set<ColumnId> left_needed;
+        std::set<ColumnId> right_needed;
+        const bool keeps_right =
+            node.join_kind == db::JoinKind::inner || node.join_kind == db::JoinKind::left_outer;
+        for (ColumnId id : required) {
+            if (left_ids.count(id) > 0) {
+                left_needed.insert(id);
+            } else if (keeps_right && right_ids.count(id) > 0) {
+                right_needed.insert(id);
+            }
+        }
+        for (const auto &key : node.left_keys) {
+            add_columns(key, left_needed);
+        }
+        for (const auto &key : node.right_keys) {
+            add_columns(key, right_needed);
+        }
+        for (const auto &conjunct : node.conjuncts) {
+            for (ColumnId id : columns_of(*conjunct)) {
+                (left_ids.count(id) > 0 ? left_needed : right_needed).insert(id);
+            }
+        }
+        Result left = build(*node.children[0], left_needed, false);
+        Result right = build(*node.children[1], right_needed);
+        std::vector<db::ExprPtr> probe_keys;
+        std::vector<db::ExprPtr> build_keys;
+        for (const auto &key : node.left_keys) {
+            probe_keys.push_back(remap(key, left.layout));
+        }
+        for (const auto &key : node.right_keys) {
+            build_keys.push_back(remap(key, right.layout));
+        }
+        if (probe_keys.empty()) {
+            // No equality: every probe row meets every build row (cross product, or a semi
+            // join decided by the residual alone) through one constant key.
+            probe_keys.push_back(db::expr::constant(db::Value::integer(1)));
+            build_keys.push_back(db::expr::constant(db::Value::integer(1)));
+        }
+        std::vector<ColumnId> combined = left.layout;
+        combined.insert(combined.end(), right.layout.begin(), right.layout.end());
+        db::ExprPtr residual = conjunction(node.conjuncts);
+        if (residual != nullptr) {
+            residual = remap(residual, combined);
+        }
+        result.plan = db::plan::hash_join(std::move(left.plan), std::move(right.plan), node.join_kind,
+                                          std::move(probe_keys), std::move(build_keys), std::move(residual));
+        result.plan->estimated_rows = node.rows;
+        result.plan->join_strategy = node.strategy;
+        result.plan->bloom_filter = node.bloom_filter;
+        result.layout = keeps_right ? combined : left.layout;
+        return pruned(std::move(result), required, node.rows, prune);
+    }
+    case LogicalKind::aggregate: {
+        std::set<ColumnId> needed;
+        for (const auto &group : node.groups) {
+            add_columns(group, needed);
+        }
+        for (const auto &aggregate : node.aggregates) {
+            add_columns(aggregate.argument, needed);
+        }
+        Result child = build(*node.children[0], needed);
+        std::vector<db::ExprPtr> groups;
+        std::vector<std::string> names;
+        for (std::size_t i = 0; i < node.groups.size(); ++i) {
+            groups.push_back(remap(node.groups[i], child.layout));
+            names.push_back(_columns[node.output[i]].name);
+        }
+        std::vector<db::AggregateSpec> aggregates;
+        for (const auto &aggregate : node.aggregates) {
+            db::AggregateSpec spec;
+            spec.function = aggregate.function;
+            spec.argument = aggregate.argument != nullptr ? remap(aggregate.argument, child.layout) : nullptr;
+            spec.name = _columns[aggregate.output].name;
+            aggregates.push_back(std::move(spec));
+        }
+        result.plan = db::plan::aggregate(std::move(child.plan), std::move(groups), std::move(names),
+                                          std::move(aggregates));
+        result.plan->estimated_rows = node.rows;
+        result.layout = node.output;
+        return result;
+    }
+    case LogicalKind::sort: {
+        std::set<ColumnId> needed = required;
+        for (const auto &key : node.sort_keys) {
+            needed.insert(key.column);
+        }
+        Result child = build(*node.children[0], needed);
+        std::vector<db::SortKey> keys;
+        for (const auto &key : node.sort_keys) {
+            db::SortKey sort_key;
+            sort_key.column = position(child.layout, key.column);
+            sort_key.descending = key.descending;
+            sort_key.nulls_first = key.nulls_first;
+            keys.push_back(sort_key);
+        }
+        result.layout = child.layout;
+        result.plan = db::plan::sort(std::move(child.plan), std::move(keys), node.limit, node.offset);
+        result.plan->estimated_rows = node.rows;
+        return result;
+    }
+    case LogicalKind::limit: {
+        Result child = build(*node.children[0], required);
+        result.layout = child.layout;
+        result.plan = db::plan::limit(std::move(child.plan), node.limit.value_or(UINT64_MAX), node.offset);
+        result.plan->estimated_rows = node.rows;
+        return result;
+    }
+    }
+    throw std::logic_error("planner: unknown logical node");
+}
+
+} // namespace
+
+PhysicalPlan plan_physical(const LogicalNode &root, const std::vector<std::string> &names,
+                           const ColumnRegistry &columns) {
+    Planner planner(columns);
+    const std::set<ColumnId> required(root.output.begin(), root.output.end());
+    Planner::Result result = planner.build(root, required);
+    // The query's columns in select-list order under their select-list names.
+    bool exact = result.layout == root.output;
+    for (std::size_t i = 0; exact && i < names.size(); ++i) {
+        exact = result.plan->output[i].name == names[i];
+    }
+    if (!exact) {
+        std::vector<db::ExprPtr> expressions;
+        std::vector<std::string> output_names;
+        for (std::size_t i = 0; i < root.output.size(); ++i) {
+            const auto it = std::find(result.layout.begin(), result.layout.end(), root.output[i]);
+            const auto index = static_cast<std::uint32_t>(it - result.layout.begin());
+            const auto &column = result.plan->output[index];
+            expressions.push_back(db::expr::column(index, column.type, column.name));
+            output_names.push_back(i < names.size() ? names[i] : column.name);
+        }
+        const double rows = result.plan->estimated_rows;
+        result.plan = Planner::project_on(std::move(result.plan), std::move(expressions),
+                                          std::move(output_names), rows);
+    }
+    PhysicalPlan plan;
+    plan.root = std::move(result.plan);
+    plan.notes = std::move(planner.notes);
+    return plan;
+}
+
+} // namespace mx::sql::detail

@@ -1,0 +1,82 @@
+#pragma once
+
+// Shared set-up for the SQL tests: a database on a small runtime, with two little tables whose
+// query answers are computed by hand in the tests.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include <mx/db/executor.h>
+#include <mx/sql/database.h>
+#include <mx/tasking/runtime.h>
+
+namespace mx::sql::test {
+
+inline tasking::RuntimeConfig small_runtime_config() {
+    tasking::RuntimeConfig config;
+    config.workers = 2;
+    return config;
+}
+
+/// The rows of a result as "a|b|c" strings (Value::to_string per cell).
+inline std::vector<std::string> rows_of(const db::QueryResult &result) {
+    std::vector<std::string> rows;
+    for (const auto &row : result.rows) {
+        std::string line;
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            if (c > 0) {
+                line.push_back('|');
+            }
+            line.append(row[c].to_string());
+        }
+        rows.push_back(std::move(line));
+    }
+    return rows;
+}
+
+/// emp and dept: six employees (one without a department, one without a salary, one without a
+/// hiring date) and three departments (one without employees).
+inline constexpr const char *employee_tables = R"sql(
+CREATE TABLE emp (id INTEGER NOT NULL, name VARCHAR(20), dept INTEGER, salary DECIMAL(10,2), hired DATE);
+INSERT INTO emp VALUES
+  (1, 'alice', 10, 1000.00, '2020-01-15'),
+  (2, 'bob',   10, 1500.50, '2019-03-01'),
+  (3, 'carol', 20, 2000.00, '2021-07-30'),
+  (4, 'dave',  20, NULL,    '2018-12-31'),
+  (5, 'eve',   30, 1200.00, NULL),
+  (6, 'frank', NULL, 900.00, '2022-02-28');
+CREATE TABLE dept (id INTEGER NOT NULL, dname VARCHAR(20), budget BIGINT);
+INSERT INTO dept VALUES (10, 'sales', 5000), (20, 'research', 8000), (40, 'empty', 100);
+)sql";
+
+class SqlTest : public ::testing::Test {
+protected:
+    SqlTest() : runtime(small_runtime_config()), db(runtime) {}
+
+    std::vector<std::string> rows(const std::string &sql) { return rows_of(db.query(sql)); }
+
+    /// Runs `sql`, which must fail, and returns the error.
+    SqlError error_of(const std::string &sql) {
+        try {
+            db.execute(sql);
+        } catch (const SqlError &error) {
+            return error;
+        }
+        ADD_FAILURE() << "no error for: " << sql;
+        return SqlError("no error");
+    }
+
+    tasking::Runtime runtime;
+    Database db;
+};
+
+class EmployeeTest : public SqlTest {
+protected:
+    EmployeeTest() { db.execute(employee_tables); }
+};
+
+using Rows = std::vector<std::string>;
+
+} // namespace mx::sql::test

@@ -236,15 +236,8 @@ QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const Execu
     std::vector<std::shared_ptr<const Table>> tables;
     collect_tables(plan, tables);
 
-    detail::BatchLedger ledger(runtime.worker_count());
     CompiledQuery query;
     compile_query(query, plan, options);
-    for (std::size_t id = 0; id < query.graph.size(); ++id) {
-        if (auto *node =
-                dynamic_cast<detail::OperatorNode *>(&query.graph.node(static_cast<dataflow::NodeId>(id)))) {
-            node->attach(&ledger);
-        }
-    }
 
     const dataflow::RunResult run = dataflow::run(runtime, query.graph, options.cancel);
     if (!run.ok) {

@@ -1,5 +1,5 @@
-// The operator framework: emitting batches through fused stages and the run's ledger, the
-// filter and projection stages, and compiling plan nodes by kind.
+// The operator framework: emitting batches through fused stages, the filter and projection
+// stages, and compiling plan nodes by kind.
 
 #include "operator.h"
 
@@ -15,10 +15,6 @@
 namespace mx::db::detail {
 
 namespace {
-
-// Token::value of a token whose data is a ledger slot; 0 means data is the Batch itself. A value
-// no other token of a batch node carries by accident.
-constexpr std::uint64_t ledger_token = 0x4c45444745520001ULL;
 
 class FilterStage final : public Stage {
 public:
@@ -116,9 +112,6 @@ Compiled compile_stage(Compiler &compiler, const PlanNode &node, std::unique_ptr
 // ---- OperatorNode -----------------------------------------------------------------------------
 
 std::unique_ptr<Batch> OperatorNode::take(dataflow::Token token) noexcept {
-    if (token.value == ledger_token) {
-        return std::move(*static_cast<std::unique_ptr<Batch> *>(token.data));
-    }
     MX_ASSERT(token.value == 0, "a batch node received a token that carries no batch");
     return std::unique_ptr<Batch>(static_cast<Batch *>(token.data));
 }
@@ -137,18 +130,11 @@ bool OperatorNode::run_stages(dataflow::FlowContext &context, Batch &batch) noex
     return batch.count() > 0;
 }
 
-dataflow::Token OperatorNode::wrap(dataflow::FlowContext &context, std::unique_ptr<Batch> batch) noexcept {
-    if (_ledger == nullptr) {
-        return dataflow::Token{batch.release(), 0};
-    }
-    return dataflow::Token{_ledger->park(context.worker_id(), std::move(batch)), ledger_token};
-}
-
 void OperatorNode::emit(dataflow::FlowContext &context, std::unique_ptr<Batch> batch) noexcept {
     if (!run_stages(context, *batch)) {
         return;
     }
-    context.emit(wrap(context, std::move(batch)));
+    context.emit(dataflow::Token{batch.release(), 0});
 }
 
 void OperatorNode::emit(dataflow::FlowContext &context, std::unique_ptr<Batch> batch,
@@ -156,7 +142,7 @@ void OperatorNode::emit(dataflow::FlowContext &context, std::unique_ptr<Batch> b
     if (!run_stages(context, *batch)) {
         return;
     }
-    context.emit(wrap(context, std::move(batch)), target);
+    context.emit(dataflow::Token{batch.release(), 0}, target);
 }
 
 // ---- compilation ------------------------------------------------------------------------------

@@ -8,8 +8,8 @@
 //   - A token between operators carries a heap-allocated Batch; the consuming task takes
 //     ownership (BatchNode::consume hands it over as a unique_ptr). Plans are trees, so a node's
 //     output goes to exactly one consumer (no fan-out of batches). Send batches only through
-//     OperatorNode::emit: it runs the fused stages and registers the batch with the run's
-//     ledger, which frees batches whose consume task a cancelled run skipped.
+//     OperatorNode::emit: it runs the fused stages. A cancelled run hands the batches of the
+//     consume tasks it skips to BatchNode::discard, which frees them.
 //   - A batch's vectors may be views into table fragments (the executor keeps every table of the
 //     plan alive for the whole run), into memory an operator owns for the whole run (the string
 //     arenas of aggregations and sorts, the graph is destroyed only after the result was
@@ -53,34 +53,7 @@ public:
     [[nodiscard]] virtual std::string describe() const = 0;
 };
 
-/// Batches in flight during one run. A cancelled run skips the consume tasks it has not
-/// started, so a batch handed to such a task would leak; the ledger owns every batch between
-/// emit and consume instead: emit parks it in a slot of the emitting worker, consume moves it
-/// out, and whatever is still parked when the run is over is freed with the ledger.
-class BatchLedger {
-public:
-    explicit BatchLedger(std::uint16_t workers)
-        : _workers(workers), _slots(std::make_unique<WorkerSlots[]>(workers)) {}
-
-    /// Parks a batch; the returned slot stays valid as long as the ledger.
-    std::unique_ptr<Batch> *park(std::uint16_t worker, std::unique_ptr<Batch> batch) {
-        MX_ASSERT(worker < _workers, "batch ledger used by a worker it was not sized for");
-        return &_slots[worker].batches.emplace_back(std::move(batch));
-    }
-
-private:
-    // Each deque is appended only by its worker's tasks (one at a time); a slot is emptied once by
-    // the consume task (any worker, ordered after the append by the spawn); the executor's thread
-    // destroys everything after the run ended. A deque never moves its elements on push_back.
-    struct alignas(system::cache_line_size) WorkerSlots {
-        std::deque<std::unique_ptr<Batch>> batches;
-    };
-    std::uint16_t _workers;
-    std::unique_ptr<WorkerSlots[]> _slots;
-};
-
-/// Base of every TunaDB dataflow node: emitting batches (through the fused stages and the
-/// ledger).
+/// Base of every TunaDB dataflow node: emitting batches through the fused stages.
 class OperatorNode : public dataflow::Node {
 public:
     using dataflow::Node::Node;
@@ -96,20 +69,14 @@ public:
     void append_stage(std::unique_ptr<Stage> stage) { _stages.push_back(std::move(stage)); }
     [[nodiscard]] const std::vector<std::unique_ptr<Stage>> &stages() const noexcept { return _stages; }
 
-    /// Set by the executor before the run; without a ledger batches travel as raw pointers
-    /// (graphs built directly by tests, which are never cancelled).
-    void attach(BatchLedger *ledger) noexcept { _ledger = ledger; }
-
     /// The batch a token carries (ownership moves to the caller).
     static std::unique_ptr<Batch> take(dataflow::Token token) noexcept;
 
 private:
     /// Applies the stages; false when the batch is to be dropped (empty or failed).
     bool run_stages(dataflow::FlowContext &context, Batch &batch) noexcept;
-    dataflow::Token wrap(dataflow::FlowContext &context, std::unique_ptr<Batch> batch) noexcept;
 
     std::vector<std::unique_ptr<Stage>> _stages; // built before the run, read-only during it
-    BatchLedger *_ledger{nullptr};               // set before the run, read-only during it
 };
 
 /// A dataflow node whose tokens are batches (see the conventions above).
@@ -124,6 +91,8 @@ public:
         }
     }
     virtual void consume_batch(dataflow::FlowContext &context, std::unique_ptr<Batch> batch) noexcept = 0;
+    /// A cancelled run hands the batches of the consume tasks it skips here, so none leaks.
+    void discard(const dataflow::Token &token) noexcept final { take(token); }
 };
 
 /// State of one plan-to-graph compilation.

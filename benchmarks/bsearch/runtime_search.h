@@ -21,8 +21,21 @@
 
 namespace mx::bench::bsearch {
 
+/// Completion of a batch of lookups on the one-worker runtime. The count lives on the worker's
+/// side only (written by the lookups, all on that worker), and the caller polls a flag on its own
+/// line that flips once: a shared counter that the caller reads while the worker decrements it
+/// costs a cross-core miss on every few lookups, which the stand-alone loop does not pay.
 struct LookupDone {
-    std::atomic<std::size_t> remaining{0};
+    /// Written and read only by the worker running the lookups (set by the caller before spawn).
+    alignas(system::cache_line_size) std::size_t remaining{0};
+    /// Written once by the worker (last lookup), read by the polling caller.
+    alignas(system::cache_line_size) std::atomic<bool> finished{false};
+
+    void lookup_done() noexcept {
+        if (--remaining == 0) {
+            finished.store(true, std::memory_order_release);
+        }
+    }
 };
 
 template <class Key>
@@ -46,7 +59,7 @@ protected:
             ++low;
         }
         *_out = low;
-        _done->remaining.fetch_sub(1, std::memory_order_release);
+        _done->lookup_done();
     }
 
 private:
@@ -79,7 +92,7 @@ public:
             ++_low;
         }
         *_out = _low;
-        _done->remaining.fetch_sub(1, std::memory_order_release);
+        _done->lookup_done();
         return tasking::TaskResult::remove();
     }
 
@@ -140,11 +153,15 @@ template <class Lookup, class Key>
 void search_on_runtime(tasking::Runtime &runtime, std::span<const Key> table, std::span<const Key> keys,
                        std::span<std::size_t> out, std::size_t batch) {
     LookupDone done;
-    done.remaining.store(keys.size(), std::memory_order_relaxed);
+    if (keys.empty()) {
+        return;
+    }
+    MX_ASSERT(runtime.worker_count() == 1, "LookupDone counts on one worker");
+    done.remaining = keys.size(); // published to the worker by the spawn below
     runtime.spawn(*runtime.new_task<Launcher<Lookup, Key>>(table, keys, out, done, batch));
     // Poll rarely: every lookup decrements the counter, and a reader spinning on its line would
     // pull it away from the worker on every decrement (a cross-core miss per lookup).
-    while (done.remaining.load(std::memory_order_acquire) != 0) {
+    while (!done.finished.load(std::memory_order_acquire)) {
         for (int i = 0; i < 64; ++i) {
             system::pause();
         }

@@ -35,6 +35,7 @@ struct Variant {
     unsigned passes;
     bool combining;
     std::uint32_t capacity;
+    bool fuse_probe{true};
 };
 
 std::vector<Variant> all_variants(const std::vector<std::uint32_t> &capacities) {
@@ -45,9 +46,19 @@ std::vector<Variant> all_variants(const std::vector<std::uint32_t> &capacities) 
         {"classic_2pass_swwcb", false, 2, true, 0},
     };
     for (const std::uint32_t capacity : capacities) {
-        variants.push_back({"micro_" + std::to_string(capacity), true, 0, false, capacity});
+        const std::string name = "micro_" + std::to_string(capacity);
+        variants.push_back({name, true, 0, true, capacity, true});
+        // Ablations (run only when named): without write combining, and with the build phase
+        // completed before any probe squad is published (the dissertation's schedule).
+        variants.push_back({name + "_nowc", true, 0, false, capacity, true});
+        variants.push_back({name + "_phased", true, 0, true, capacity, false});
+        variants.push_back({name + "_nowc_phased", true, 0, false, capacity, false});
     }
     return variants;
+}
+
+bool is_ablation(const Variant &variant) {
+    return variant.micro && (!variant.combining || !variant.fuse_probe);
 }
 
 double median(std::vector<double> values) {
@@ -110,7 +121,7 @@ int main(int argc, char **argv) {
     const std::vector<Variant> known = all_variants(capacities);
     std::vector<Variant> variants;
     for (const Variant &variant : known) {
-        if (variant_names.empty() ||
+        if ((variant_names.empty() && !is_ablation(variant)) ||
             std::find(variant_names.begin(), variant_names.end(), variant.name) != variant_names.end()) {
             variants.push_back(variant);
         }
@@ -118,9 +129,10 @@ int main(int argc, char **argv) {
     for (const std::string &name : variant_names) {
         if (std::none_of(known.begin(), known.end(),
                          [&](const Variant &variant) { return variant.name == name; })) {
-            std::cerr
-                << "mx_bench_join: unknown variant '" << name << "' (classic_1pass, classic_1pass_swwcb, "
-                << "classic_2pass, classic_2pass_swwcb, micro_<capacity> for each --fragment-capacities)\n";
+            std::cerr << "mx_bench_join: unknown variant '" << name
+                      << "' (classic_1pass, classic_1pass_swwcb, "
+                      << "classic_2pass, classic_2pass_swwcb, micro_<capacity>[_nowc][_phased] for each "
+                      << "--fragment-capacities)\n";
             return 2;
         }
     }
@@ -169,7 +181,8 @@ int main(int argc, char **argv) {
                     }
                     micro = std::make_unique<mx::join::MicroRadixJoin>(
                         *runtime, build.span(), probe.span(),
-                        mx::join::MicroJoinConfig{bits, variant.capacity});
+                        mx::join::MicroJoinConfig{bits, variant.capacity, variant.combining,
+                                                  variant.fuse_probe});
                 } else {
                     // Plain threads compete with nothing: the runtime's idle workers sleep.
                     classic = std::make_unique<mx::join::ClassicRadixJoin>(
@@ -206,7 +219,7 @@ int main(int argc, char **argv) {
                 };
                 const double total = median(total_ms);
                 row("partition_time", median(partition_ms), "ms");
-                if (variant.micro) {
+                if (variant.micro && !variant.fuse_probe) {
                     row("build_time", median(build_ms), "ms");
                     row("probe_time", median(probe_ms), "ms");
                 }

@@ -925,7 +925,8 @@ private:
     Squad *_squad;
 };
 
-void Worker::adopt(Squad &squad) noexcept {
+template <class Push>
+std::uint64_t Worker::adopt_each(Squad &squad, Push &&push) noexcept {
     std::uint64_t adopted = 0;
     while (!squad._tasks.empty()) {
         Task *task = squad._tasks.pop();
@@ -936,20 +937,39 @@ void Worker::adopt(Squad &squad) noexcept {
         // Squad tasks count as spawned from here on; they start a fresh epoch.
         task->annotate(static_cast<Squad *>(nullptr));
         count_spawn(*task);
-        _pool.push_local(*task);
+        push(*task);
         ++adopted;
     }
     squad._queued.fetch_sub(adopted, std::memory_order_relaxed);
+    return adopted;
+}
+
+void Worker::adopt(Squad &squad) noexcept {
+    adopt_each(squad, [this](Task &task) noexcept { _pool.push_local(task); });
+}
+
+void Worker::adopt_next(Squad &squad) noexcept {
+    IntrusiveQueue<Task> chains[priority_count];
+    adopt_each(squad, [&chains](Task &task) noexcept {
+        chains[static_cast<std::size_t>(task.priority())].push_back(task);
+    });
+    _pool.prepend_local(chains);
 }
 
 void RuntimeCore::publish(Squad *const *squads, std::size_t count, Worker *caller) noexcept {
+    if (count == 1 && caller != nullptr) {
+        // One squad from inside a task: its data is in this core's cache (the task just made
+        // it), so the squad runs here and next, ahead of the worker's queued tasks. Adopted on
+        // the spot: no dispatch task, no allocation (a join publishes one squad per partition).
+        caller->adopt_next(*squads[0]);
+        return;
+    }
     // Largest squads first, each onto the worker with the least queued squad work so far.
     std::vector<Squad *> order(squads, squads + count);
     std::sort(order.begin(), order.end(),
               [](const Squad *a, const Squad *b) { return a->queued() > b->queued(); });
     std::vector<std::uint64_t> load(_workers.size(), 0);
-    // Balancing starts at a rotating worker, so squads published one at a time spread too; one
-    // squad published from inside a task stays on that task's worker (its data is there).
+    // Balancing starts at a rotating worker, so squads published one at a time spread too.
     const auto first = static_cast<std::uint16_t>(
         _next_external_worker.fetch_add(1, std::memory_order_relaxed) % _workers.size());
     for (Squad *squad : order) {
@@ -957,13 +977,9 @@ void RuntimeCore::publish(Squad *const *squads, std::size_t count, Worker *calle
             continue;
         }
         std::uint16_t target = first;
-        if (count == 1 && caller != nullptr) {
-            target = caller->id();
-        } else {
-            for (std::size_t i = 0; i < _workers.size(); ++i) {
-                const auto w = static_cast<std::uint16_t>((first + i) % _workers.size());
-                target = load[w] < load[target] ? w : target;
-            }
+        for (std::size_t i = 0; i < _workers.size(); ++i) {
+            const auto w = static_cast<std::uint16_t>((first + i) % _workers.size());
+            target = load[w] < load[target] ? w : target;
         }
         load[target] += squad->queued();
         Task *dispatch =

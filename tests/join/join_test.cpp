@@ -133,19 +133,25 @@ TEST_P(MicroRadixJoinTest, MatchesReference) {
         const JoinResult expected = mx::join::reference_join(workload.build.span(), workload.probe.span());
         // (radix bits, fragment capacity): tiny fragments stress the spawn path, large ones are
         // the benchmark's settings.
-        for (const auto &[bits, capacity] :
-             {std::pair{1U, 7U}, std::pair{5U, 1U}, std::pair{9U, 128U}, std::pair{6U, 256U}}) {
-            {
-                MicroRadixJoin join{runtime, workload.build.span(), workload.probe.span(),
-                                    MicroJoinConfig{bits, capacity}};
-                const JoinResult first = join.run();
-                JoinTimings timings;
-                const JoinResult second = join.run(&timings); // squads and arenas are reusable
-                const std::string where =
-                    workload.name + " bits=" + std::to_string(bits) + " capacity=" + std::to_string(capacity);
-                EXPECT_EQ(first, expected) << where;
-                EXPECT_EQ(second, expected) << where;
-                EXPECT_EQ(runtime.live_tasks(), 0U) << where;
+        // Capacities that are not a multiple of 4 tuples fall back to plain stores.
+        for (const auto &[bits, capacity] : {std::pair{1U, 7U}, std::pair{5U, 1U}, std::pair{3U, 4U},
+                                             std::pair{9U, 128U}, std::pair{6U, 256U}}) {
+            for (const bool combining : {false, true}) {
+                for (const bool fuse : {false, true}) {
+                    MicroRadixJoin join{runtime, workload.build.span(), workload.probe.span(),
+                                        MicroJoinConfig{bits, capacity, combining, fuse}};
+                    const JoinResult first = join.run();
+                    JoinTimings timings;
+                    const JoinResult second = join.run(&timings); // squads and arenas are reusable
+                    const std::string where = workload.name + " bits=" + std::to_string(bits) +
+                                              " capacity=" + std::to_string(capacity) +
+                                              " wc=" + std::to_string(combining) +
+                                              " fuse=" + std::to_string(fuse);
+                    EXPECT_EQ(first, expected) << where;
+                    EXPECT_EQ(second, expected) << where;
+                    EXPECT_EQ(runtime.live_tasks(), 0U) << where;
+                    EXPECT_LE(timings.partition_ns + timings.build_probe_ns, timings.total_ns) << where;
+                }
             }
         }
     }
@@ -165,11 +171,13 @@ TEST_P(MicroRadixJoinTest, EveryFragmentTaskRunsExactlyOnce) {
     }
     const JoinResult expected = mx::join::reference_join(build.span(), probe.span());
     ASSERT_EQ(expected.matches, size);
-    MicroRadixJoin join{runtime, build.span(), probe.span(), MicroJoinConfig{6, 16}};
-    for (int round = 0; round < 3; ++round) {
-        EXPECT_EQ(join.run(), expected) << "round " << round;
+    for (const bool fuse : {false, true}) {
+        MicroRadixJoin join{runtime, build.span(), probe.span(), MicroJoinConfig{6, 16, true, fuse}};
+        for (int round = 0; round < 3; ++round) {
+            EXPECT_EQ(join.run(), expected) << "round " << round << " fuse=" << fuse;
+        }
+        EXPECT_EQ(runtime.live_tasks(), 0U);
     }
-    EXPECT_EQ(runtime.live_tasks(), 0U);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, MicroRadixJoinTest, ::testing::Values(1, 2, 4), [](const auto &param_info) {

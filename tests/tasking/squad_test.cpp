@@ -128,6 +128,55 @@ TEST_P(SquadTest, ExternalSpawnAndEmptyPublish) {
     EXPECT_EQ(runtime.live_tasks(), 0U);
 }
 
+// A squad published from inside a task runs on that task's worker before the tasks already
+// queued there, in the order its tasks were spawned (the radix join probes a partition right
+// after its build this way).
+TEST_P(SquadTest, SquadPublishedFromATaskRunsNextOnThatWorker) {
+    const int workers = GetParam();
+    RuntimeConfig config;
+    config.workers = static_cast<std::uint16_t>(workers);
+    Runtime runtime{config};
+    Squad squad;
+    constexpr int squad_tasks = 40;
+    constexpr int plain_tasks = 30;
+    std::vector<std::pair<int, int>> order; // (label, worker); labels < 0: plain tasks
+    std::mutex mutex;
+    const auto record = [&](int label, int worker) {
+        const std::lock_guard lock{mutex};
+        order.emplace_back(label, worker);
+    };
+    // Spawned from the last worker, published from worker 0.
+    runtime.spawn(
+        [&](TaskContext &context) {
+            for (int i = 0; i < squad_tasks; ++i) {
+                context.spawn([&, i](TaskContext &inner) { record(i, inner.worker_id()); },
+                              Annotation{.squad = &squad});
+            }
+        },
+        Annotation{.target_worker = static_cast<std::uint16_t>(workers - 1)});
+    runtime.wait();
+    runtime.spawn(
+        [&](TaskContext &context) {
+            for (int i = 0; i < plain_tasks; ++i) {
+                context.spawn([&, i](TaskContext &inner) { record(-1 - i, inner.worker_id()); });
+            }
+            context.publish(squad);
+        },
+        Annotation{.target_worker = 0});
+    runtime.wait();
+    ASSERT_EQ(order.size(), static_cast<std::size_t>(squad_tasks + plain_tasks));
+    for (int i = 0; i < squad_tasks; ++i) {
+        EXPECT_EQ(order[static_cast<std::size_t>(i)].first, i)
+            << "squad task out of order or behind plain tasks";
+        EXPECT_EQ(order[static_cast<std::size_t>(i)].second, 0) << "squad left the publishing worker";
+    }
+    for (int i = 0; i < plain_tasks; ++i) {
+        EXPECT_EQ(order[static_cast<std::size_t>(squad_tasks + i)].first, -1 - i);
+    }
+    EXPECT_EQ(squad.queued(), 0U);
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, SquadTest, ::testing::Values(1, 2, 4, 8), [](const auto &param_info) {
     return std::to_string(param_info.param) + "_workers";
 });

@@ -6,8 +6,9 @@
 // becomes a build or probe task annotated with its partition's squad and with the fragment as
 // the data to prefetch. At the end of the partition phase the build squads are published: each
 // squad's tasks run back to back on one worker and fill the partition's hash table (no latch,
-// one worker owns the table while its squad runs). After they finished the probe squads are
-// published and probe the tables.
+// one worker owns the table while its squad runs). The last build task of a partition publishes
+// the partition's probe squad onto its own worker, so the probes find the table in that core's
+// cache (`fuse_probe`; without it all probe squads are published after the whole build phase).
 
 #include <algorithm>
 #include <chrono>
@@ -29,6 +30,12 @@ namespace mx::join {
 struct MicroJoinConfig {
     unsigned radix_bits{11};
     std::uint32_t fragment_capacity{256}; // tuples per fragment
+    /// Scatter through one cache-line buffer per partition and write fragments with full-line
+    /// non-temporal stores (needs a capacity that is a multiple of 4 tuples; ignored otherwise).
+    bool write_combining{true};
+    /// Each partition's last build task publishes its probe squad (probe right after build, same
+    /// core); false: a build phase for all partitions, then a probe phase.
+    bool fuse_probe{true};
 };
 
 class MicroRadixJoin {
@@ -42,10 +49,12 @@ public:
           _build_squads(std::make_unique<tasking::Squad[]>(_partitions)),
           _probe_squads(std::make_unique<tasking::Squad[]>(_partitions)), _table_tuples(build.size()),
           _table_next(build.size()), _table_heads(2 * build.size() + _partitions), _tables(_partitions),
-          _table_ready(_partitions), _partition_offsets(_partitions + 1), _head_offsets(_partitions),
-          _accumulators(runtime.worker_count()) {
+          _table_ready(_partitions), _builds_left(_partitions), _partition_offsets(_partitions + 1),
+          _head_offsets(_partitions), _accumulators(runtime.worker_count()) {
         MX_ASSERT(config.fragment_capacity >= 1, "fragments hold at least one tuple");
         MX_ASSERT(config.radix_bits >= 1 && config.radix_bits <= 20, "radix bits out of range");
+        _config.write_combining =
+            config.write_combining && config.fragment_capacity % detail::tuples_per_line == 0;
         const std::size_t producers = runtime.worker_count();
         _build_producers.resize(producers);
         _probe_producers.resize(producers);
@@ -80,24 +89,38 @@ public:
         const std::uint64_t partition_ns = detail::elapsed_ns(start);
 
         const auto build_start = std::chrono::steady_clock::now();
-        _runtime.publish(_build_squad_list);
-        _runtime.wait();
-        const std::uint64_t build_ns = detail::elapsed_ns(build_start);
-
-        const auto probe_start = std::chrono::steady_clock::now();
-        _runtime.publish(_probe_squad_list);
-        _runtime.wait();
+        std::uint64_t build_ns = 0;
+        std::uint64_t probe_ns = 0;
+        if (_config.fuse_probe) {
+            // Build squads publish their probe squads; probe squads of partitions without build
+            // tuples have no build task to do that and go out now (their tasks find no table).
+            std::vector<tasking::Squad *> squads = _build_squad_list;
+            for (std::size_t p = 0; p < _partitions; ++p) {
+                if (_builds_left[p] == 0) {
+                    squads.push_back(&_probe_squads[p]);
+                }
+            }
+            _runtime.publish(squads);
+            _runtime.wait();
+        } else {
+            _runtime.publish(_build_squad_list);
+            _runtime.wait();
+            build_ns = detail::elapsed_ns(build_start);
+            const auto probe_start = std::chrono::steady_clock::now();
+            _runtime.publish(_probe_squad_list);
+            _runtime.wait();
+            probe_ns = detail::elapsed_ns(probe_start);
+        }
         JoinResult result;
         for (Accumulator &accumulator : _accumulators) {
             result.matches += accumulator.result.matches;
             result.checksum += accumulator.result.checksum;
         }
-        const std::uint64_t probe_ns = detail::elapsed_ns(probe_start);
         if (timings != nullptr) {
             timings->partition_ns = partition_ns;
             timings->build_ns = build_ns;
             timings->probe_ns = probe_ns;
-            timings->build_probe_ns = build_ns + probe_ns;
+            timings->build_probe_ns = detail::elapsed_ns(build_start);
             timings->total_ns = detail::elapsed_ns(start);
             timings->total_cycles = system::cycles() - start_cycles;
         }
@@ -113,7 +136,9 @@ private:
         std::size_t next_fragment{0}; // bump counter into the arena
         std::vector<Tuple *> open;    // the open fragment of each partition
         std::vector<std::uint32_t> fill;
-        std::vector<std::uint32_t> counts; // tuples per partition
+        std::vector<std::uint32_t> counts;            // tuples per partition
+        std::vector<std::uint32_t> emitted;           // fragment tasks per partition
+        std::unique_ptr<detail::CombineLine[]> lines; // write-combining line per partition
     };
 
     /// A build or probe task over one fragment of one partition.
@@ -127,7 +152,7 @@ private:
             if (_probe) {
                 _join->probe_fragment(context.worker_id(), _partition, {_tuples, _count});
             } else {
-                _join->build_fragment(_partition, {_tuples, _count});
+                _join->build_fragment(context, _partition, {_tuples, _count});
             }
             return tasking::TaskResult::remove();
         }
@@ -158,6 +183,10 @@ private:
         producer.open.resize(_partitions);
         producer.fill.resize(_partitions);
         producer.counts.resize(_partitions);
+        producer.emitted.resize(_partitions);
+        if (_config.write_combining) {
+            producer.lines = std::make_unique<detail::CombineLine[]>(_partitions);
+        }
     }
 
     Tuple *take_fragment(Producer &producer) noexcept {
@@ -166,8 +195,10 @@ private:
         return producer.fragments.data() + (producer.next_fragment++) * _config.fragment_capacity;
     }
 
-    void emit(tasking::TaskContext &context, bool probe, std::size_t partition, const Tuple *tuples,
-              std::uint32_t count) noexcept {
+    void emit(tasking::TaskContext &context, Producer &producer, bool probe, std::size_t partition,
+              const Tuple *tuples, std::uint32_t count) noexcept {
+        producer.counts[partition] += count;
+        ++producer.emitted[partition];
         auto *task = context.new_task<FragmentTask>(*this, tuples, count,
                                                     static_cast<std::uint32_t>(partition), probe);
         task->annotate(probe ? &_probe_squads[partition] : &_build_squads[partition]);
@@ -184,6 +215,20 @@ private:
         }
         std::fill(producer.fill.begin(), producer.fill.end(), 0U);
         std::fill(producer.counts.begin(), producer.counts.end(), 0U);
+        std::fill(producer.emitted.begin(), producer.emitted.end(), 0U);
+        if (_config.write_combining) {
+            scatter_combining(context, producer, probe);
+        } else {
+            scatter_plain(context, producer, probe);
+        }
+        for (std::size_t p = 0; p < _partitions; ++p) {
+            if (producer.fill[p] != 0) {
+                emit(context, producer, probe, p, producer.open[p], producer.fill[p]);
+            }
+        }
+    }
+
+    void scatter_plain(tasking::TaskContext &context, Producer &producer, bool probe) noexcept {
         const std::size_t mask = _partitions - 1;
         const std::uint32_t capacity = _config.fragment_capacity;
         Tuple **open = producer.open.data();
@@ -192,18 +237,45 @@ private:
             const std::size_t p = tuple.key & mask;
             open[p][fill[p]++] = tuple;
             if (fill[p] == capacity) [[unlikely]] {
-                emit(context, probe, p, open[p], capacity);
-                producer.counts[p] += capacity;
+                emit(context, producer, probe, p, open[p], capacity);
                 open[p] = take_fragment(producer);
                 fill[p] = 0;
             }
         }
-        for (std::size_t p = 0; p < _partitions; ++p) {
-            if (fill[p] != 0) {
-                emit(context, probe, p, open[p], fill[p]);
-                producer.counts[p] += fill[p];
+    }
+
+    // Tuples collect in a line per partition (128 KiB for 11 bits: L2-resident) and leave as one
+    // full-line non-temporal store, so the scatter never reads the fragment lines it writes.
+    // Fragments start on a line and hold a multiple of 4 tuples, so every store is a whole line.
+    void scatter_combining(tasking::TaskContext &context, Producer &producer, bool probe) noexcept {
+        const std::size_t mask = _partitions - 1;
+        const std::uint32_t capacity = _config.fragment_capacity;
+        Tuple **open = producer.open.data();
+        std::uint32_t *fill = producer.fill.data();
+        detail::CombineLine *lines = producer.lines.get();
+        for (const Tuple &tuple : producer.input) {
+            const std::size_t p = tuple.key & mask;
+            const std::uint32_t position = fill[p]++;
+            lines[p].slots[position % detail::tuples_per_line] = tuple;
+            if (position % detail::tuples_per_line == detail::tuples_per_line - 1) {
+                detail::stream_line(open[p] + (position + 1 - detail::tuples_per_line), lines[p]);
+                if (position + 1 == capacity) [[unlikely]] {
+                    emit(context, producer, probe, p, open[p], capacity);
+                    open[p] = take_fragment(producer);
+                    fill[p] = 0;
+                }
             }
         }
+        for (std::size_t p = 0; p <= mask; ++p) {
+            const std::uint32_t tail = fill[p] % detail::tuples_per_line;
+            for (std::uint32_t i = fill[p] - tail; i < fill[p]; ++i) {
+                open[p][i] = lines[p].slots[i % detail::tuples_per_line];
+            }
+        }
+        // Non-temporal stores are weakly ordered. The fragment tasks cannot run before their
+        // squad is published, which happens after this task and the runtime's wait(); the fence
+        // drains the stores before the task ends.
+        _mm_sfence();
     }
 
     /// Gives each partition its slice of the table arena (exact size from the producers' counts).
@@ -215,6 +287,11 @@ private:
             for (const Producer &producer : _build_producers) {
                 size += producer.counts[p];
             }
+            std::uint32_t fragments = 0;
+            for (const Producer &producer : _build_producers) {
+                fragments += producer.emitted[p];
+            }
+            _builds_left[p] = fragments;
             _partition_offsets[p] = offset;
             _table_ready[p] = 0;
             _tables[p] = PartitionHashTable{};
@@ -229,7 +306,8 @@ private:
 
     // Build tasks of a partition run back to back on the worker its squad went to, so the first
     // one sets the table up (first touch on that core) and none of them needs a latch.
-    void build_fragment(std::size_t p, std::span<const Tuple> tuples) noexcept {
+    void build_fragment(tasking::TaskContext &context, std::size_t p,
+                        std::span<const Tuple> tuples) noexcept {
         if (_table_ready[p] == 0) {
             const std::size_t size = _partition_offsets[p + 1] - _partition_offsets[p];
             _tables[p] = PartitionHashTable{
@@ -241,6 +319,10 @@ private:
         for (const Tuple &tuple : tuples) {
             table.insert(tuple);
         }
+        if (--_builds_left[p] == 0 && _config.fuse_probe) {
+            // The table is complete and in this core's cache: probe it here, now.
+            context.publish(_probe_squads[p]);
+        }
     }
 
     void probe_fragment(std::uint16_t worker, std::size_t p, std::span<const Tuple> tuples) noexcept {
@@ -248,7 +330,7 @@ private:
             return; // no build tuple in this partition
         }
         const PartitionHashTable &table = _tables[p];
-        if (_table_ready[p] == 1) {
+        if (_table_ready[p] == 1 && !_config.fuse_probe) {
             // First probe task of the squad: the table went cold since the build phase.
             _table_ready[p] = 2;
             table.prefetch();
@@ -284,6 +366,9 @@ private:
     // 0 = no build tuple yet, 1 = built, 2 = probing started. Per partition, written only by the
     // worker running that partition's squad in the current phase.
     std::vector<std::uint8_t> _table_ready;
+    // Build tasks of the partition still to run; set by run() between phases, counted down by the
+    // worker running the partition's build squad.
+    std::vector<std::uint32_t> _builds_left;
     // Written by run() between phases, read by the build and probe tasks.
     std::vector<std::size_t> _partition_offsets;
     std::vector<std::size_t> _head_offsets;

@@ -27,8 +27,9 @@ class SquadDispatch;
 /// tasks run back to back in the order each producer spawned them; squads published together are
 /// spread over the workers by their queued task counts (largest first onto the least loaded
 /// worker, starting the search at a rotating worker); a single squad published from inside a
-/// task runs on that task's worker. Tasks spawned into an unpublished squad do not count for
-/// Runtime::wait().
+/// task runs on that task's worker, ahead of the tasks queued there (the publishing task has just
+/// made the squad's data, so it is in that core's cache; the worker's current task buffer still
+/// runs first). Tasks spawned into an unpublished squad do not count for Runtime::wait().
 class Squad {
 public:
     Squad() noexcept = default;

@@ -33,6 +33,20 @@ public:
         _head = &task;
     }
 
+    /// Moves all of `chain` (in its order) in front of this queue's tasks.
+    void prepend(IntrusiveQueue &chain) noexcept {
+        if (chain._head == nullptr) {
+            return;
+        }
+        chain._tail->_next.store(_head, std::memory_order_relaxed);
+        if (_head == nullptr) {
+            _tail = chain._tail;
+        }
+        _head = chain._head;
+        chain._head = nullptr;
+        chain._tail = nullptr;
+    }
+
     T *pop_front() noexcept {
         T *task = _head;
         if (task != nullptr) {

@@ -40,6 +40,12 @@ public:
 
     void push_local(Task &task) noexcept { _local[index(task.priority())].push_back(task); }
     void push_local_front(Task &task) noexcept { _local[index(task.priority())].push_front(task); }
+    /// Puts each priority's chain in front of that priority's local tasks (order kept).
+    void prepend_local(IntrusiveQueue<Task> (&chains)[priority_count]) noexcept {
+        for (std::size_t priority = 0; priority < priority_count; ++priority) {
+            _local[priority].prepend(chains[priority]);
+        }
+    }
     void push_remote(Task &task, std::uint8_t producer_region) noexcept {
         _remote[producer_region].queues[index(task.priority())].push(task);
     }
@@ -141,6 +147,10 @@ public:
 
     /// Owner thread only: moves every task queued in the squad into the local pool in one block.
     void adopt(Squad &squad) noexcept;
+    /// adopt() for a squad its own task published: the tasks go in front of the local queues.
+    void adopt_next(Squad &squad) noexcept;
+    template <class Push>
+    std::uint64_t adopt_each(Squad &squad, Push &&push) noexcept;
 
     /// Owner thread only: defer freeing `object` until no task can still reach it.
     void retire(void *object, void (*deleter)(void *) noexcept) noexcept;

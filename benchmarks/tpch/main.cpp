@@ -8,7 +8,8 @@
 // the SQL front end (the load time is reported on its own), then per query: the warm-up run(s),
 // then --reps timed runs of the query text through Database::query. A time is the whole call:
 // parse, plan, execute and convert the result rows, as DuckDB's time in tpch.py covers executing
-// and fetching. The first run's rows are compared with DuckDB's answer (--answers).
+// and fetching. The first run's rows are compared with DuckDB's answer (--answers) by
+// tools/tpch_check, the check of the TPC-H tests.
 //
 // --csv gets tpch.py's columns (system,threads,query,median_s,min_s,max_s,reps) for the queries
 // that ran and, where checked, matched; a query that failed or answered wrongly is not a
@@ -49,6 +50,8 @@
 #include <mx/tasking/config.h>
 #include <mx/tasking/runtime.h>
 
+#include "tpch_check.h"
+
 #ifndef MX_TPCH_QUERY_DIR
 #define MX_TPCH_QUERY_DIR "tests/db/queries"
 #endif
@@ -56,10 +59,6 @@
 namespace {
 
 namespace fs = std::filesystem;
-
-// dbgen's load order: every table after the ones its keys refer to.
-constexpr const char *tpch_tables[] = {"region", "nation",   "supplier", "customer",
-                                       "part",   "partsupp", "orders",   "lineitem"};
 
 struct Options {
     std::string data;
@@ -117,15 +116,7 @@ struct QueryRun {
     std::size_t rows{0};
 };
 
-std::string read_file(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw std::runtime_error(std::string("cannot read ").append(path));
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
+using mx::tpch::read_file;
 
 double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
@@ -224,225 +215,6 @@ QueryRun resolve_query(const std::string &directory, std::string name) {
     throw std::runtime_error(std::string("no query ").append(file).append(" under ").append(directory));
 }
 
-/// DuckDB's answer (tpch.py answers): column types and rows of fields, nullopt = NULL.
-struct Answer {
-    std::vector<std::string> types;
-    std::vector<std::vector<std::optional<std::string>>> rows;
-};
-
-/// One line of tpch.py's CSV: ',' separated, '"' quoted with doubled quotes; an unquoted empty
-/// field is NULL, and so is the empty line of a one-column NULL row.
-std::vector<std::optional<std::string>> parse_csv_line(const std::string &line) {
-    std::vector<std::optional<std::string>> fields;
-    std::string field;
-    bool quoted = false;
-    bool was_quoted = false;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-        const char c = line[i];
-        if (quoted) {
-            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-                field.push_back('"');
-                ++i;
-            } else if (c == '"') {
-                quoted = false;
-            } else {
-                field.push_back(c);
-            }
-        } else if (c == '"') {
-            quoted = true;
-            was_quoted = true;
-        } else if (c == ',') {
-            fields.emplace_back(field.empty() && !was_quoted ? std::nullopt
-                                                             : std::optional<std::string>(field));
-            field.clear();
-            was_quoted = false;
-        } else {
-            field.push_back(c);
-        }
-    }
-    fields.emplace_back(field.empty() && !was_quoted ? std::nullopt : std::optional<std::string>(field));
-    return fields;
-}
-
-std::optional<Answer> read_answer(const std::string &directory, const std::string &name) {
-    const fs::path csv = fs::path(directory) / std::string("q").append(name).append(".csv");
-    const fs::path types = fs::path(directory) / std::string("q").append(name).append(".types");
-    if (!fs::is_regular_file(csv) || !fs::is_regular_file(types)) {
-        return std::nullopt;
-    }
-    Answer answer;
-    std::istringstream type_lines(read_file(types.string()));
-    std::string line;
-    while (std::getline(type_lines, line)) {
-        const std::size_t tab = line.find('\t');
-        if (tab != std::string::npos) {
-            answer.types.push_back(line.substr(tab + 1));
-        }
-    }
-    // TPC-H answers have no line breaks inside fields, so lines are rows.
-    std::istringstream csv_lines(read_file(csv.string()));
-    std::getline(csv_lines, line); // header
-    while (std::getline(csv_lines, line)) {
-        answer.rows.push_back(parse_csv_line(line));
-    }
-    return answer;
-}
-
-/// A number's text without trailing fractional zeros ("17.00" -> "17", "-0.50" -> "-0.5"), so
-/// decimals of different scales compare by value. nullopt when the text is not a plain number.
-std::optional<std::string> canonical_number(const std::string &text) {
-    if (text.empty()) {
-        return std::nullopt;
-    }
-    std::size_t i = text[0] == '-' || text[0] == '+' ? 1 : 0;
-    bool digits = false;
-    bool point = false;
-    for (std::size_t j = i; j < text.size(); ++j) {
-        if (text[j] == '.' && !point) {
-            point = true;
-        } else if (text[j] >= '0' && text[j] <= '9') {
-            digits = true;
-        } else {
-            return std::nullopt;
-        }
-    }
-    if (!digits) {
-        return std::nullopt;
-    }
-    std::string body = text.substr(i);
-    if (point) {
-        while (body.back() == '0') {
-            body.pop_back();
-        }
-        if (body.back() == '.') {
-            body.pop_back();
-        }
-    }
-    while (body.size() > 1 && body.front() == '0' && body[1] != '.') {
-        body.erase(0, 1);
-    }
-    if (body.empty() || body == "0" || body == ".") {
-        return std::string("0");
-    }
-    return text[0] == '-' ? std::string("-").append(body) : body;
-}
-
-/// "" when our cell equals DuckDB's, else why not. Doubles (on either side) within 1e-9
-/// relative; decimals and integers by exact value whatever the scale; everything else by text.
-std::string compare_cell(const mx::db::Value &ours, const std::optional<std::string> &theirs,
-                         const std::string &type) {
-    if (ours.null || !theirs) {
-        return ours.null && !theirs ? std::string() : std::string("NULL mismatch");
-    }
-    const std::string text = ours.to_string();
-    if (text == *theirs) {
-        return {};
-    }
-    if (type == "DOUBLE" || type == "FLOAT" || ours.type.id == mx::db::TypeId::float64) {
-        char *end = nullptr;
-        const double expected = std::strtod(theirs->c_str(), &end);
-        if (end == theirs->c_str() || *end != '\0') {
-            return "not a number";
-        }
-        const double actual =
-            ours.type.id == mx::db::TypeId::float64 ? ours.f64 : std::strtod(text.c_str(), nullptr);
-        if (std::abs(actual - expected) <= 1e-9 * std::max(std::abs(expected), 1e-12)) {
-            return {};
-        }
-        return "differs beyond 1e-9 relative";
-    }
-    const auto a = canonical_number(text);
-    const auto b = canonical_number(*theirs);
-    if (a && b && *a == *b) {
-        return {};
-    }
-    return "differs";
-}
-
-std::string cell_text(const mx::db::Value &value) {
-    return value.null ? std::string("NULL") : value.to_string();
-}
-
-/// A row's key for matching rows regardless of order: the canonical text of every cell DuckDB
-/// does not give as DOUBLE (doubles may differ in the last bits).
-template <class Cell>
-std::string row_key(const std::vector<Cell> &row, const std::vector<std::string> &types,
-                    std::string (*text_of)(const Cell &)) {
-    std::string key;
-    for (std::size_t c = 0; c < row.size() && c < types.size(); ++c) {
-        if (types[c] == "DOUBLE" || types[c] == "FLOAT") {
-            continue;
-        }
-        std::string text = text_of(row[c]);
-        if (auto number = canonical_number(text)) {
-            text = *number;
-        }
-        key.append(text).push_back('\x1f');
-    }
-    return key;
-}
-
-std::string value_key_text(const mx::db::Value &value) { return cell_text(value); }
-std::string answer_key_text(const std::optional<std::string> &field) { return field.value_or("NULL"); }
-
-/// "" when the result equals DuckDB's answer, else the first difference. Rows are compared in
-/// order first; if that fails they are matched as multisets (ties of ORDER BY may come in any
-/// order), so a query whose result only differs in the order of equal sort keys still matches.
-std::string compare_result(const mx::db::QueryResult &result, const Answer &answer) {
-    if (result.columns.size() != answer.types.size()) {
-        std::ostringstream why;
-        why << result.columns.size() << " columns, DuckDB has " << answer.types.size();
-        return why.str();
-    }
-    if (result.rows.size() != answer.rows.size()) {
-        std::ostringstream why;
-        why << result.rows.size() << " rows, DuckDB has " << answer.rows.size();
-        return why.str();
-    }
-    const auto compare_rows = [&](std::size_t ours, std::size_t theirs) -> std::string {
-        const auto &expected = answer.rows[theirs];
-        const auto &row = result.rows[ours];
-        // A one-column NULL row is an empty line in DuckDB's file.
-        if (expected.size() != row.size()) {
-            std::ostringstream why;
-            why << "malformed answer line " << theirs + 2;
-            return why.str();
-        }
-        for (std::size_t c = 0; c < row.size(); ++c) {
-            const std::string problem = compare_cell(row[c], expected[c], answer.types[c]);
-            if (!problem.empty()) {
-                std::ostringstream why;
-                why << "row " << ours + 1 << " column " << result.columns[c].name << ": ours "
-                    << cell_text(row[c]) << ", DuckDB " << expected[c].value_or("NULL") << " (" << problem
-                    << ")";
-                return why.str();
-            }
-        }
-        return {};
-    };
-    std::string first_problem;
-    for (std::size_t r = 0; r < result.rows.size() && first_problem.empty(); ++r) {
-        first_problem = compare_rows(r, r);
-    }
-    if (first_problem.empty()) {
-        return {};
-    }
-    std::vector<std::pair<std::string, std::size_t>> ours;
-    std::vector<std::pair<std::string, std::size_t>> theirs;
-    for (std::size_t r = 0; r < result.rows.size(); ++r) {
-        ours.emplace_back(row_key(result.rows[r], answer.types, &value_key_text), r);
-        theirs.emplace_back(row_key(answer.rows[r], answer.types, &answer_key_text), r);
-    }
-    std::sort(ours.begin(), ours.end());
-    std::sort(theirs.begin(), theirs.end());
-    for (std::size_t i = 0; i < ours.size(); ++i) {
-        if (!compare_rows(ours[i].second, theirs[i].second).empty()) {
-            return first_problem;
-        }
-    }
-    return {};
-}
-
 // ---- loading -----------------------------------------------------------------------------------
 
 /// rows.<table>=N of DATA/.complete (tpch.py gen), to check the loaded row counts.
@@ -484,7 +256,7 @@ double load_tables(mx::sql::Database &db, const std::string &data, bool quiet) {
     const auto expected = expected_rows(data);
     const auto start = std::chrono::steady_clock::now();
     db.execute(read_file(schema.string()));
-    for (const char *table : tpch_tables) {
+    for (const char *table : mx::tpch::tables) {
         const std::string path = (fs::path(data) / std::string(table).append(".tbl")).string();
         const auto table_start = std::chrono::steady_clock::now();
         std::string copy{"COPY "};
@@ -699,9 +471,9 @@ mx::db::QueryResult timed_query(mx::sql::Database &db, const std::string &text, 
 void run_query(mx::sql::Database &db, const Options &options, QueryRun &run,
                const std::function<void()> &abandon) {
     const std::string text = read_file(run.path);
-    std::optional<Answer> answer;
+    std::optional<mx::tpch::Answer> answer;
     if (!options.answers.empty()) {
-        answer = read_answer(options.answers, run.name);
+        answer = mx::tpch::read_answer(options.answers, std::string("q").append(run.name));
         if (!answer) {
             run.detail =
                 std::string("no answer q").append(run.name).append(".csv in ").append(options.answers);
@@ -735,7 +507,9 @@ void run_query(mx::sql::Database &db, const Options &options, QueryRun &run,
             checked = true;
             run.rows = result.row_count();
             if (answer) {
-                run.detail = compare_result(result, *answer);
+                // Any order: ties of an ORDER BY may come in any order at other scale factors and
+                // thread counts.
+                run.detail = mx::tpch::compare_result(result, *answer, mx::tpch::Order::any);
                 run.status = run.detail.empty() ? Status::ok : Status::wrong;
             }
         }

@@ -445,6 +445,19 @@ std::string date_range_failure(std::int64_t days) {
     return message;
 }
 
+/// convert_rows over a DATE operand: convert(i, days) sees only days in DATE's range; a row out
+/// of it fails with DuckDB's message.
+template <class Convert>
+bool convert_dates(Context &ctx, Rows rows, const Operand &o, Convert convert) {
+    return convert_rows(
+        ctx, rows, o,
+        [&](std::uint32_t i) {
+            const std::int64_t days = o.at<std::int64_t>(i);
+            return valid_date(days) && convert(i, days);
+        },
+        [&](std::uint32_t i) { return date_range_failure(o.at<std::int64_t>(i)); });
+}
+
 // SUBSTRING positions over `size` characters, as DuckDB 1.5 computes them (checked by
 // experiment): the 0-based start is from - 1, or size + from for a negative from, or -1 for 0;
 // the range [start, start + length) (or [start + length, start) for a negative length) is then
@@ -510,122 +523,90 @@ std::string double_to_text(double value) { return format_double(value); }
 
 bool ExprEvaluator::eval_cast(const Expr &e, Context &ctx, Rows rows, Vector &out) {
     const Expr &child = e.child(0);
-    Operand o;
-    if (!eval_operand(child, ctx, rows, o)) {
-        return false;
-    }
-    if (o.constant_null) {
-        set_all_null(out, rows);
-        return true;
-    }
-    set_nulls(out, rows, o.nulls, nullptr);
-    const Type &from = child.type();
-    const Type &to = e.type();
-    switch (from.id) {
-    case TypeId::integer:
-    case TypeId::bigint:
-    case TypeId::decimal:
-        return cast_from_exact(ctx, rows, o, from, to, out);
-    case TypeId::float64:
-        return cast_from_double(ctx, rows, o, to, out);
-    case TypeId::boolean:
-        return cast_from_boolean(ctx, rows, o, to, out);
-    case TypeId::varchar:
-        return cast_from_string(ctx, rows, o, to, out);
-    case TypeId::date:
-        if (to.id == TypeId::varchar) {
-            StringRef *result = out.mutable_data<StringRef>();
-            StringHeap &heap = out.heap();
-            return convert_rows(
-                ctx, rows, o,
-                [&](std::uint32_t i) {
-                    const std::int64_t days = o.at<std::int64_t>(i);
-                    if (!valid_date(days)) {
-                        return false;
-                    }
+    return with_input(e, ctx, rows, out, [&](Operand &o) {
+        set_nulls(out, rows, o.nulls, nullptr);
+        const Type &from = child.type();
+        const Type &to = e.type();
+        switch (from.id) {
+        case TypeId::integer:
+        case TypeId::bigint:
+        case TypeId::decimal:
+            return cast_from_exact(ctx, rows, o, from, to, out);
+        case TypeId::float64:
+            return cast_from_double(ctx, rows, o, to, out);
+        case TypeId::boolean:
+            return cast_from_boolean(ctx, rows, o, to, out);
+        case TypeId::varchar:
+            return cast_from_string(ctx, rows, o, to, out);
+        case TypeId::date:
+            if (to.id == TypeId::varchar) {
+                StringRef *result = out.mutable_data<StringRef>();
+                StringHeap &heap = out.heap();
+                return convert_dates(ctx, rows, o, [&](std::uint32_t i, std::int64_t days) {
                     result[i] = heap.add(date::format(days));
                     return true;
-                },
-                [&](std::uint32_t i) { return date_range_failure(o.at<std::int64_t>(i)); });
+                });
+            }
+            break;
         }
-        break;
-    }
-    return ctx.fail(cast_failure(from.to_string(), to));
+        return ctx.fail(cast_failure(from.to_string(), to));
+    });
 }
 
 bool ExprEvaluator::eval_extract(const Expr &e, Context &ctx, Rows rows, Vector &out) {
-    Operand o;
-    if (!eval_operand(e.child(0), ctx, rows, o)) {
-        return false;
-    }
-    if (o.constant_null) {
-        set_all_null(out, rows);
-        return true;
-    }
-    set_nulls(out, rows, o.nulls, nullptr);
-    std::int64_t *result = out.mutable_data<std::int64_t>();
-    const DatePart part = e.date_part();
-    return convert_rows(
-        ctx, rows, o,
-        [&](std::uint32_t i) {
-            const std::int64_t days = o.at<std::int64_t>(i);
-            if (!valid_date(days)) {
-                return false;
-            }
+    return with_input(e, ctx, rows, out, [&](Operand &o) {
+        set_nulls(out, rows, o.nulls, nullptr);
+        std::int64_t *result = out.mutable_data<std::int64_t>();
+        const DatePart part = e.date_part();
+        return convert_dates(ctx, rows, o, [&](std::uint32_t i, std::int64_t days) {
             const date::Civil civil = date::to_civil(days);
             result[i] = part == DatePart::year
                             ? civil.year
                             : std::int64_t{part == DatePart::month ? civil.month : civil.day};
             return true;
-        },
-        [&](std::uint32_t i) { return date_range_failure(o.at<std::int64_t>(i)); });
+        });
+    });
 }
 
 bool ExprEvaluator::eval_add_interval(const Expr &e, Context &ctx, Rows rows, Vector &out) {
-    Operand o;
-    if (!eval_operand(e.child(0), ctx, rows, o)) {
-        return false;
-    }
-    if (o.constant_null) {
-        set_all_null(out, rows);
-        return true;
-    }
-    set_nulls(out, rows, o.nulls, nullptr);
-    const Interval interval = e.interval();
-    constexpr std::int64_t interval_limit = std::int64_t{1} << 40; // far beyond any valid date
-    if (interval.months > interval_limit || interval.months < -interval_limit ||
-        interval.days > interval_limit || interval.days < -interval_limit) {
-        return ctx.fail("INTERVAL out of range");
-    }
-    std::int64_t *result = out.mutable_data<std::int64_t>();
-    return convert_rows(
-        ctx, rows, o,
-        [&](std::uint32_t i) {
-            std::int64_t days = o.at<std::int64_t>(i);
-            if (!valid_date(days)) {
-                return false;
-            }
-            if (interval.months != 0) {
-                // months beyond the date range would overflow the civil arithmetic
-                if (interval.months > 12 * 6000000 || interval.months < -12 * 6000000) {
+    return with_input(e, ctx, rows, out, [&](Operand &o) {
+        set_nulls(out, rows, o.nulls, nullptr);
+        const Interval interval = e.interval();
+        constexpr std::int64_t interval_limit = std::int64_t{1} << 40; // far beyond any valid date
+        if (interval.months > interval_limit || interval.months < -interval_limit ||
+            interval.days > interval_limit || interval.days < -interval_limit) {
+            return ctx.fail("INTERVAL out of range");
+        }
+        std::int64_t *result = out.mutable_data<std::int64_t>();
+        return convert_rows(
+            ctx, rows, o,
+            [&](std::uint32_t i) {
+                std::int64_t days = o.at<std::int64_t>(i);
+                if (!valid_date(days)) {
                     return false;
                 }
-                days = date::add_months(days, interval.months);
-            }
-            days += interval.days;
-            result[i] = days;
-            return valid_date(days);
-        },
-        [&](std::uint32_t i) {
-            std::string message("Date out of range in ");
-            message.append(date::format(o.at<std::int64_t>(i)))
-                .append(" + INTERVAL '")
-                .append(std::to_string(interval.months))
-                .append(" months ")
-                .append(std::to_string(interval.days))
-                .append(" days'");
-            return message;
-        });
+                if (interval.months != 0) {
+                    // months beyond the date range would overflow the civil arithmetic
+                    if (interval.months > 12 * 6000000 || interval.months < -12 * 6000000) {
+                        return false;
+                    }
+                    days = date::add_months(days, interval.months);
+                }
+                days += interval.days;
+                result[i] = days;
+                return valid_date(days);
+            },
+            [&](std::uint32_t i) {
+                std::string message("Date out of range in ");
+                message.append(date::format(o.at<std::int64_t>(i)))
+                    .append(" + INTERVAL '")
+                    .append(std::to_string(interval.months))
+                    .append(" months ")
+                    .append(std::to_string(interval.days))
+                    .append(" days'");
+                return message;
+            });
+    });
 }
 
 bool ExprEvaluator::eval_substring(const Expr &e, Context &ctx, Rows rows, Vector &out) {

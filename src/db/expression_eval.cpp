@@ -782,73 +782,68 @@ bool ExprEvaluator::eval_arithmetic(const Expr &e, Context &ctx, Rows rows, Vect
 }
 
 bool ExprEvaluator::eval_negate(const Expr &e, Context &ctx, Rows rows, Vector &out) {
-    Operand o;
-    if (!eval_operand(e.child(0), ctx, rows, o)) {
-        return false;
-    }
-    if (o.constant_null) {
-        set_all_null(out, rows);
-        return true;
-    }
-    set_nulls(out, rows, o.nulls, nullptr);
-    switch (e.type().physical()) {
-    case PhysicalType::f64: {
-        double *result = out.mutable_data<double>();
-        for_each_row(rows, [&](std::uint32_t i) { result[i] = -o.at<double>(i); });
-        return true;
-    }
-    case PhysicalType::i128: {
-        Int128 *result = out.mutable_data<Int128>();
-        for_each_row(rows, [&](std::uint32_t i) {
-            result[i] = static_cast<Int128>(UInt128(0) - to_unsigned(o.at<Int128>(i)));
-        });
-        return true;
-    }
-    case PhysicalType::i64: {
-        std::int64_t *result = out.mutable_data<std::int64_t>();
-        if (!e._check_overflow) { // decimals are symmetric; wrap so NULL rows' bits cannot trap
+    return with_input(e, ctx, rows, out, [&](Operand &o) {
+        set_nulls(out, rows, o.nulls, nullptr);
+        switch (e.type().physical()) {
+        case PhysicalType::f64: {
+            double *result = out.mutable_data<double>();
+            for_each_row(rows, [&](std::uint32_t i) { result[i] = -o.at<double>(i); });
+            return true;
+        }
+        case PhysicalType::i128: {
+            Int128 *result = out.mutable_data<Int128>();
             for_each_row(rows, [&](std::uint32_t i) {
-                result[i] = static_cast<std::int64_t>(std::uint64_t{0} - to_unsigned(o.at<std::int64_t>(i)));
+                result[i] = static_cast<Int128>(UInt128(0) - to_unsigned(o.at<Int128>(i)));
             });
             return true;
         }
-        std::int64_t low = 0;
-        std::int64_t high = 0;
-        bounds_of(e.type(), low, high);
-        bool bad = false;
-        for_each_row(rows, [&](std::uint32_t i) {
-            std::int64_t value = 0;
-            const bool overflow = __builtin_sub_overflow(std::int64_t{0}, o.at<std::int64_t>(i), &value);
-            result[i] = value;
-            if (overflow || value < low || value > high) {
-                bad = true;
+        case PhysicalType::i64: {
+            std::int64_t *result = out.mutable_data<std::int64_t>();
+            if (!e._check_overflow) { // decimals are symmetric; wrap so NULL rows' bits cannot trap
+                for_each_row(rows, [&](std::uint32_t i) {
+                    result[i] =
+                        static_cast<std::int64_t>(std::uint64_t{0} - to_unsigned(o.at<std::int64_t>(i)));
+                });
+                return true;
             }
-        });
-        if (!bad) {
-            return true;
+            std::int64_t low = 0;
+            std::int64_t high = 0;
+            bounds_of(e.type(), low, high);
+            bool bad = false;
+            for_each_row(rows, [&](std::uint32_t i) {
+                std::int64_t value = 0;
+                const bool overflow = __builtin_sub_overflow(std::int64_t{0}, o.at<std::int64_t>(i), &value);
+                result[i] = value;
+                if (overflow || value < low || value > high) {
+                    bad = true;
+                }
+            });
+            if (!bad) {
+                return true;
+            }
+            bool failed = false;
+            for_each_row(rows, [&](std::uint32_t i) {
+                const std::int64_t input = o.at<std::int64_t>(i);
+                if (failed || o.is_null(i) ||
+                    (input != std::numeric_limits<std::int64_t>::min() && -input >= low && -input <= high)) {
+                    return;
+                }
+                failed = true;
+                std::string message("Overflow in negation of ");
+                message.append(overflow_type_name(e.type()))
+                    .append(" (")
+                    .append(std::to_string(input))
+                    .append(")");
+                ctx.fail(std::move(message));
+            });
+            return !failed;
         }
-        bool failed = false;
-        for_each_row(rows, [&](std::uint32_t i) {
-            const std::int64_t input = o.at<std::int64_t>(i);
-            if (failed || o.is_null(i) ||
-                (input != std::numeric_limits<std::int64_t>::min() && -input >= low && -input <= high)) {
-                return;
-            }
-            failed = true;
-            std::string message("Overflow in negation of ");
-            message.append(overflow_type_name(e.type()))
-                .append(" (")
-                .append(std::to_string(input))
-                .append(")");
-            ctx.fail(std::move(message));
-        });
-        return !failed;
-    }
-    default:
-        break;
-    }
-    MX_ASSERT(false, "negation of an unexpected type");
-    return ctx.fail("internal error: negation of an unexpected type");
+        default:
+            break;
+        }
+        MX_ASSERT(false, "negation of an unexpected type");
+        return ctx.fail("internal error: negation of an unexpected type");
+    });
 }
 
 bool ExprEvaluator::eval_compare(const Expr &e, Context &ctx, Rows rows, Vector *out, Selection *selected) {
@@ -962,124 +957,116 @@ bool ExprEvaluator::eval_conjunction(const Expr &e, Context &ctx, Rows rows, Vec
 }
 
 bool ExprEvaluator::eval_in_list(const Expr &e, Context &ctx, Rows rows, Vector &out) {
-    Operand o;
-    if (!eval_operand(e.child(0), ctx, rows, o)) {
-        return false;
-    }
-    if (o.constant_null) {
-        set_all_null(out, rows);
-        return true;
-    }
-    const bool negated = e.negated();
-    const bool list_has_null = e._list_has_null;
-    std::uint8_t *result = out.mutable_data<std::uint8_t>();
-    std::uint8_t *nulls =
-        list_has_null || o.nulls != nullptr || out.nulls() != nullptr ? out.mutable_nulls() : nullptr;
-    auto run = [&](auto contains) {
-        for_each_row(rows, [&](std::uint32_t i) {
-            if (o.is_null(i)) {
-                nulls[i] = 1;
-                result[i] = 0;
-                return;
-            }
-            const bool found = contains(i);
-            if (!found && list_has_null) {
-                nulls[i] = 1; // x IN (..., NULL) is NULL unless x matches
-                result[i] = 0;
-                return;
-            }
-            if (nulls != nullptr) {
-                nulls[i] = 0;
-            }
-            result[i] = found != negated ? 1 : 0;
-        });
-    };
-    constexpr std::size_t linear_limit = 8; // below this a scan beats the binary search
-    switch (e.child(0).type().physical()) {
-    case PhysicalType::u8:
-    case PhysicalType::i64: {
-        const auto &list = e._sorted_i64;
-        const bool is_bool = e.child(0).type().physical() == PhysicalType::u8;
-        auto get = [&](std::uint32_t i) {
-            return is_bool ? std::int64_t{o.at<std::uint8_t>(i)} : o.at<std::int64_t>(i);
+    return with_input(e, ctx, rows, out, [&](Operand &o) {
+        const bool negated = e.negated();
+        const bool list_has_null = e._list_has_null;
+        std::uint8_t *result = out.mutable_data<std::uint8_t>();
+        std::uint8_t *nulls =
+            list_has_null || o.nulls != nullptr || out.nulls() != nullptr ? out.mutable_nulls() : nullptr;
+        auto run = [&](auto contains) {
+            for_each_row(rows, [&](std::uint32_t i) {
+                if (o.is_null(i)) {
+                    nulls[i] = 1;
+                    result[i] = 0;
+                    return;
+                }
+                const bool found = contains(i);
+                if (!found && list_has_null) {
+                    nulls[i] = 1; // x IN (..., NULL) is NULL unless x matches
+                    result[i] = 0;
+                    return;
+                }
+                if (nulls != nullptr) {
+                    nulls[i] = 0;
+                }
+                result[i] = found != negated ? 1 : 0;
+            });
         };
-        if (list.size() <= linear_limit) {
-            run([&](std::uint32_t i) { return std::find(list.begin(), list.end(), get(i)) != list.end(); });
-        } else {
-            run([&](std::uint32_t i) { return std::binary_search(list.begin(), list.end(), get(i)); });
+        constexpr std::size_t linear_limit = 8; // below this a scan beats the binary search
+        switch (e.child(0).type().physical()) {
+        case PhysicalType::u8:
+        case PhysicalType::i64: {
+            const auto &list = e._sorted_i64;
+            const bool is_bool = e.child(0).type().physical() == PhysicalType::u8;
+            auto get = [&](std::uint32_t i) {
+                return is_bool ? std::int64_t{o.at<std::uint8_t>(i)} : o.at<std::int64_t>(i);
+            };
+            if (list.size() <= linear_limit) {
+                run([&](std::uint32_t i) {
+                    return std::find(list.begin(), list.end(), get(i)) != list.end();
+                });
+            } else {
+                run([&](std::uint32_t i) { return std::binary_search(list.begin(), list.end(), get(i)); });
+            }
+            break;
         }
-        break;
-    }
-    case PhysicalType::i128: {
-        const auto &list = e._sorted_i128;
-        run([&](std::uint32_t i) { return std::binary_search(list.begin(), list.end(), o.at<Int128>(i)); });
-        break;
-    }
-    case PhysicalType::f64: {
-        const auto &list = e._sorted_f64;
-        const bool has_nan = !list.empty() && list.back() != list.back();
-        const auto end = has_nan ? list.end() - 1 : list.end();
-        run([&](std::uint32_t i) {
-            const double v = o.at<double>(i);
-            return v != v ? has_nan : std::binary_search(list.begin(), end, v);
-        });
-        break;
-    }
-    case PhysicalType::string: {
-        const auto &list = e._sorted_str;
-        run([&](std::uint32_t i) {
-            return std::binary_search(list.begin(), list.end(), o.at<StringRef>(i).view(), std::less<>{});
-        });
-        break;
-    }
-    }
-    return true;
+        case PhysicalType::i128: {
+            const auto &list = e._sorted_i128;
+            run([&](std::uint32_t i) {
+                return std::binary_search(list.begin(), list.end(), o.at<Int128>(i));
+            });
+            break;
+        }
+        case PhysicalType::f64: {
+            const auto &list = e._sorted_f64;
+            const bool has_nan = !list.empty() && list.back() != list.back();
+            const auto end = has_nan ? list.end() - 1 : list.end();
+            run([&](std::uint32_t i) {
+                const double v = o.at<double>(i);
+                return v != v ? has_nan : std::binary_search(list.begin(), end, v);
+            });
+            break;
+        }
+        case PhysicalType::string: {
+            const auto &list = e._sorted_str;
+            run([&](std::uint32_t i) {
+                return std::binary_search(list.begin(), list.end(), o.at<StringRef>(i).view(), std::less<>{});
+            });
+            break;
+        }
+        }
+        return true;
+    });
 }
 
 bool ExprEvaluator::eval_like(const Expr &e, Context &ctx, Rows rows, Vector &out) {
-    Operand o;
-    if (!eval_operand(e.child(0), ctx, rows, o)) {
-        return false;
-    }
-    if (o.constant_null) {
-        set_all_null(out, rows);
+    return with_input(e, ctx, rows, out, [&](Operand &o) {
+        if (o.constant) { // factories fold constant LIKE; a plain loop suffices here
+            const bool match = e._like->match(o.c_str.view()) != e.negated();
+            std::uint8_t *result = out.mutable_data<std::uint8_t>();
+            for_each_row(rows, [&](std::uint32_t i) { result[i] = match ? 1 : 0; });
+            set_nulls(out, rows, nullptr, nullptr);
+            return true;
+        }
+        const LikeMatcher &m = *e._like;
+        const std::string_view needle = m.needle;
+        const bool negated = e.negated();
+        switch (m.shape) {
+        case LikeMatcher::Shape::exact:
+            like_loop(rows, o, negated, out, [&](std::string_view s) { return s == needle; });
+            break;
+        case LikeMatcher::Shape::prefix:
+            like_loop(rows, o, negated, out, [&](std::string_view s) {
+                return s.size() >= needle.size() && std::memcmp(s.data(), needle.data(), needle.size()) == 0;
+            });
+            break;
+        case LikeMatcher::Shape::suffix:
+            like_loop(rows, o, negated, out, [&](std::string_view s) {
+                return s.size() >= needle.size() &&
+                       std::memcmp(s.data() + s.size() - needle.size(), needle.data(), needle.size()) == 0;
+            });
+            break;
+        case LikeMatcher::Shape::contains:
+            like_loop(rows, o, negated, out,
+                      [&](std::string_view s) { return s.find(needle) != std::string_view::npos; });
+            break;
+        default:
+            like_loop(rows, o, negated, out, [&](std::string_view s) { return m.match(s); });
+            break;
+        }
+        set_nulls(out, rows, o.nulls, nullptr);
         return true;
-    }
-    if (o.constant) { // factories fold constant LIKE; a plain loop suffices here
-        const bool match = e._like->match(o.c_str.view()) != e.negated();
-        std::uint8_t *result = out.mutable_data<std::uint8_t>();
-        for_each_row(rows, [&](std::uint32_t i) { result[i] = match ? 1 : 0; });
-        set_nulls(out, rows, nullptr, nullptr);
-        return true;
-    }
-    const LikeMatcher &m = *e._like;
-    const std::string_view needle = m.needle;
-    const bool negated = e.negated();
-    switch (m.shape) {
-    case LikeMatcher::Shape::exact:
-        like_loop(rows, o, negated, out, [&](std::string_view s) { return s == needle; });
-        break;
-    case LikeMatcher::Shape::prefix:
-        like_loop(rows, o, negated, out, [&](std::string_view s) {
-            return s.size() >= needle.size() && std::memcmp(s.data(), needle.data(), needle.size()) == 0;
-        });
-        break;
-    case LikeMatcher::Shape::suffix:
-        like_loop(rows, o, negated, out, [&](std::string_view s) {
-            return s.size() >= needle.size() &&
-                   std::memcmp(s.data() + s.size() - needle.size(), needle.data(), needle.size()) == 0;
-        });
-        break;
-    case LikeMatcher::Shape::contains:
-        like_loop(rows, o, negated, out,
-                  [&](std::string_view s) { return s.find(needle) != std::string_view::npos; });
-        break;
-    default:
-        like_loop(rows, o, negated, out, [&](std::string_view s) { return m.match(s); });
-        break;
-    }
-    set_nulls(out, rows, o.nulls, nullptr);
-    return true;
+    });
 }
 
 bool ExprEvaluator::eval_case(const Expr &e, Context &ctx, Rows rows, Vector &out) {

@@ -177,6 +177,21 @@ struct ExprEvaluator {
 void set_nulls(Vector &out, Rows rows, const std::uint8_t *a, const std::uint8_t *b);
 /// Marks every row NULL (values zeroed, so later kernels read defined bits).
 void set_all_null(Vector &out, Rows rows);
+/// The frame of a kernel whose result is NULL wherever its one input, e's first child, is:
+/// evaluates the child and returns `kernel(input)`, except that a constant NULL child makes every
+/// row of `out` NULL without calling it. False on an error (recorded in ctx).
+template <class Kernel>
+bool with_input(const Expr &e, Context &ctx, Rows rows, Vector &out, Kernel &&kernel) {
+    Operand input;
+    if (!ExprEvaluator::eval_operand(e.child(0), ctx, rows, input)) {
+        return false;
+    }
+    if (input.constant_null) {
+        set_all_null(out, rows);
+        return true;
+    }
+    return kernel(input);
+}
 /// Makes the strings of `source` live as long as `out`: a constant's string is copied into out's
 /// heap (and `source` repointed there), a temporary is kept alive by out.
 void retain_strings(Vector &out, Operand &source);

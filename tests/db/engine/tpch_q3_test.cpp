@@ -68,25 +68,10 @@ TEST_P(TpchTest, Q3) {
 }
 
 TEST_P(TpchTest, Q3EveryJoinStrategy) {
-    test::tpch::Answer answer;
-    ASSERT_NO_THROW(answer = test::tpch::read_answer("q3"))
-        << "DuckDB's answers are missing: run `make deps`";
     for (const JoinKind kind : {JoinKind::inner, JoinKind::semi}) {
+        SCOPED_TRACE(kind == JoinKind::inner ? "inner" : "semi");
         const PlanPtr plan = q3_plan(table("customer"), table("orders"), table("lineitem"), kind);
-        for (const JoinStrategy strategy :
-             {JoinStrategy::non_partitioned, JoinStrategy::radix_partitioned, JoinStrategy::automatic}) {
-            for (const bool bloom : {true, false}) {
-                ExecutionOptions options;
-                options.morsel_rows = 2048;
-                options.join.strategy = strategy;
-                options.join.bloom_filter = bloom;
-                SCOPED_TRACE(std::string(kind == JoinKind::inner ? "inner" : "semi")
-                                 .append(" strategy ")
-                                 .append(std::to_string(static_cast<int>(strategy)))
-                                 .append(bloom ? " bloom" : ""));
-                test::tpch::expect_answer(execute(runtime(), *plan, options), answer, Order::exact);
-            }
-        }
+        expect_answer_every_join_strategy(*plan, "q3", Order::exact);
     }
 }
 

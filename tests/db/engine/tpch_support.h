@@ -2,7 +2,8 @@
 
 // Support of the TPC-H query tests: the eight tables loaded once per test binary from the data
 // scripts/tpch.py generated (ctest fixture tpch_data, see CMakeLists.txt), DuckDB's answer of a
-// query, and the comparison of a QueryResult with it.
+// query, and the comparison of a QueryResult with it (tools/tpch_check, which the SQL test and
+// benchmarks/tpch use too).
 //
 // Data directory: $MX_TPCH_DATA if set (e.g. a larger scale factor), else the build's
 // tpch/sf0.01; the answers are in the directory of the same name with "-answers" appended.
@@ -23,7 +24,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -46,6 +46,7 @@
 #include <mx/tasking/runtime.h>
 
 #include "support/runtime_fixture.h"
+#include "tpch_check.h"
 
 #ifndef MX_TPCH_DATA_DIR
 #define MX_TPCH_DATA_DIR "build/tpch/sf0.01"
@@ -53,8 +54,7 @@
 
 namespace mx::test::tpch {
 
-inline constexpr const char *tables[] = {"region", "nation",   "supplier", "customer",
-                                         "part",   "partsupp", "orders",   "lineitem"};
+using mx::tpch::tables;
 
 inline std::string data_dir() {
     const char *override_dir = std::getenv("MX_TPCH_DATA");
@@ -63,15 +63,7 @@ inline std::string data_dir() {
 }
 inline std::string answer_dir() { return data_dir().append("-answers"); }
 
-inline std::string read_file(const std::string &path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        throw std::runtime_error(std::string("cannot read ").append(path));
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
+using mx::tpch::read_file;
 
 inline std::string trim(std::string_view text) {
     while (!text.empty() &&
@@ -195,158 +187,23 @@ inline const Database &database() {
     return *loaded;
 }
 
-/// DuckDB's answer of a query: column names and types, rows of fields (nullopt = NULL).
-struct Answer {
-    std::vector<std::string> names;
-    std::vector<std::string> types;
-    std::vector<std::vector<std::optional<std::string>>> rows;
-};
+using mx::tpch::Answer;
+using mx::tpch::Order;
 
-/// One CSV line of tpch.py's answer format: ',' separated, '"' quoted with doubled quotes,
-/// an empty unquoted field is NULL.
-inline std::vector<std::optional<std::string>> parse_csv_line(const std::string &line, std::size_t columns) {
-    std::vector<std::optional<std::string>> fields;
-    std::size_t i = 0;
-    while (true) {
-        std::string field;
-        bool quoted = false;
-        if (i < line.size() && line[i] == '"') {
-            quoted = true;
-            ++i;
-            while (i < line.size()) {
-                if (line[i] == '"') {
-                    if (i + 1 < line.size() && line[i + 1] == '"') {
-                        field.push_back('"');
-                        i += 2;
-                        continue;
-                    }
-                    ++i;
-                    break;
-                }
-                field.push_back(line[i++]);
-            }
-        } else {
-            while (i < line.size() && line[i] != ',') {
-                field.push_back(line[i++]);
-            }
-        }
-        fields.push_back(!quoted && field.empty() ? std::nullopt : std::optional<std::string>(field));
-        if (i >= line.size()) {
-            break;
-        }
-        ++i; // the comma
-    }
-    if (columns == 1 && line.empty()) {
-        fields.assign(1, std::nullopt);
-    }
-    return fields;
-}
-
+/// DuckDB's answer of a query ("q6"); throws when the files are missing.
 inline Answer read_answer(const std::string &query) {
-    Answer answer;
-    std::istringstream types(read_file(answer_dir().append("/").append(query).append(".types")));
-    std::string line;
-    while (std::getline(types, line)) {
-        const std::size_t tab = line.find('\t');
-        answer.names.push_back(line.substr(0, tab));
-        answer.types.push_back(line.substr(tab + 1));
+    auto answer = mx::tpch::read_answer(answer_dir(), query);
+    if (!answer) {
+        throw std::runtime_error(
+            std::string("no ").append(query).append(".csv/.types in ").append(answer_dir()));
     }
-    // Fields may hold line breaks only inside quotes; TPC-H answers have none, so split lines.
-    std::istringstream csv(read_file(answer_dir().append("/").append(query).append(".csv")));
-    std::getline(csv, line); // header
-    while (std::getline(csv, line)) {
-        answer.rows.push_back(parse_csv_line(line, answer.names.size()));
-    }
-    return answer;
+    return std::move(*answer);
 }
 
-enum class Order : std::uint8_t {
-    exact, ///< the query's ORDER BY fixes the order of every row
-    any,   ///< compare as multisets
-};
-
-/// Whether a cell of ours matches DuckDB's text of the given type. Returns "" or why not.
-inline std::string compare_cell(const db::Value &ours, const std::optional<std::string> &theirs,
-                                const std::string &type) {
-    if (!theirs || ours.null) {
-        if (!theirs && ours.null) {
-            return {};
-        }
-        return "NULL mismatch";
-    }
-    if (type == "DOUBLE" || type == "FLOAT") {
-        if (ours.type.id != db::TypeId::float64) {
-            return std::string("DuckDB has DOUBLE, we have ").append(ours.type.to_string());
-        }
-        const double expected = std::strtod(theirs->c_str(), nullptr);
-        const double tolerance = 1e-9 * std::max(std::abs(expected), 1e-300);
-        if (!(std::abs(ours.f64 - expected) <= tolerance)) {
-            return "double differs beyond 1e-9 relative";
-        }
-        return {};
-    }
-    if (type.rfind("DECIMAL", 0) == 0) {
-        const std::size_t comma = type.find(',');
-        const auto scale = static_cast<std::uint8_t>(std::stoul(type.substr(comma + 1)));
-        if (ours.type.id != db::TypeId::decimal || ours.type.scale != scale) {
-            return std::string("DuckDB has ").append(type).append(", we have ").append(ours.type.to_string());
-        }
-    }
-    // DECIMAL (same scale: same digits), integers, HUGEINT, DATE, VARCHAR: exact text.
-    const std::string text = ours.to_string();
-    return text == *theirs ? std::string() : "text differs";
-}
-
-inline std::string cell_text(const db::Value &value) {
-    return value.null ? std::string("NULL") : value.to_string();
-}
-
-/// Checks a result against DuckDB's answer: same columns, same row count, every cell equal
-/// (doubles within 1e-9 relative), in the same order when `order` is exact.
+/// Checks a result against DuckDB's answer (tools/tpch_check: same columns, same row count,
+/// every cell equal, doubles within 1e-9 relative), in the same order when `order` is exact.
 inline void expect_answer(const db::QueryResult &result, const Answer &answer, Order order) {
-    ASSERT_EQ(result.columns.size(), answer.names.size()) << "column count";
-    ASSERT_EQ(result.rows.size(), answer.rows.size()) << "row count";
-    std::vector<std::size_t> ours(result.rows.size());
-    std::vector<std::size_t> theirs(answer.rows.size());
-    for (std::size_t i = 0; i < ours.size(); ++i) {
-        ours[i] = i;
-        theirs[i] = i;
-    }
-    if (order == Order::any) {
-        // Sort both by their non-double columns' text (doubles may differ in the last bits).
-        auto key_ours = [&](std::size_t r) {
-            std::string key;
-            for (std::size_t c = 0; c < answer.types.size(); ++c) {
-                if (answer.types[c] != "DOUBLE") {
-                    key.append(cell_text(result.rows[r][c])).push_back('\x1f');
-                }
-            }
-            return key;
-        };
-        auto key_theirs = [&](std::size_t r) {
-            std::string key;
-            for (std::size_t c = 0; c < answer.types.size(); ++c) {
-                if (answer.types[c] != "DOUBLE") {
-                    key.append(answer.rows[r][c].value_or("NULL")).push_back('\x1f');
-                }
-            }
-            return key;
-        };
-        std::stable_sort(ours.begin(), ours.end(), [&](auto a, auto b) { return key_ours(a) < key_ours(b); });
-        std::stable_sort(theirs.begin(), theirs.end(),
-                         [&](auto a, auto b) { return key_theirs(a) < key_theirs(b); });
-    }
-    for (std::size_t i = 0; i < ours.size(); ++i) {
-        const auto &row = result.rows[ours[i]];
-        const auto &expected = answer.rows[theirs[i]];
-        ASSERT_EQ(row.size(), answer.names.size());
-        ASSERT_EQ(expected.size(), answer.names.size()) << "malformed answer line " << theirs[i] + 2;
-        for (std::size_t c = 0; c < row.size(); ++c) {
-            const std::string problem = compare_cell(row[c], expected[c], answer.types[c]);
-            EXPECT_EQ(problem, "") << "row " << ours[i] << " column " << answer.names[c] << ": ours "
-                                   << cell_text(row[c]) << ", DuckDB " << expected[c].value_or("NULL");
-        }
-    }
+    EXPECT_EQ(mx::tpch::compare_result(result, answer, order), "");
 }
 
 /// Scan columns by name: the table column indices for plan::scan and references to the scan's
@@ -426,21 +283,51 @@ protected:
 
     /// Runs the plan with a few task granularities and prefetch settings, checking each result.
     void expect_answer(const db::PlanNode &plan, const std::string &query, Order order) {
-        Answer answer;
-        ASSERT_NO_THROW(answer = read_answer(query)) << "DuckDB's answers missing in " << answer_dir()
-                                                     << ": run `make deps`, then the ctest fixture tpch_data";
+        std::vector<std::pair<std::string, db::ExecutionOptions>> runs;
         for (const std::uint32_t morsel : {1024U, 16384U}) {
             for (const bool prefetch : {true, false}) {
                 db::ExecutionOptions options;
                 options.morsel_rows = morsel;
                 options.prefetch = prefetch;
-                SCOPED_TRACE(std::string(query)
-                                 .append(" morsel ")
-                                 .append(std::to_string(morsel))
-                                 .append(prefetch ? " prefetch" : ""));
-                const db::QueryResult result = db::execute(runtime(), plan, options);
-                tpch::expect_answer(result, answer, order);
+                runs.emplace_back(
+                    std::string("morsel ").append(std::to_string(morsel)).append(prefetch ? " prefetch" : ""),
+                    options);
             }
+        }
+        expect_answer_of_each(plan, query, order, runs);
+    }
+
+    /// Runs a plan with hash joins under every join strategy, with and without Bloom filters,
+    /// checking each result.
+    void expect_answer_every_join_strategy(const db::PlanNode &plan, const std::string &query, Order order) {
+        std::vector<std::pair<std::string, db::ExecutionOptions>> runs;
+        for (const db::JoinStrategy strategy :
+             {db::JoinStrategy::non_partitioned, db::JoinStrategy::radix_partitioned,
+              db::JoinStrategy::automatic}) {
+            for (const bool bloom : {true, false}) {
+                db::ExecutionOptions options;
+                options.morsel_rows = 2048;
+                options.join.strategy = strategy;
+                options.join.bloom_filter = bloom;
+                runs.emplace_back(std::string("strategy ")
+                                      .append(std::to_string(static_cast<int>(strategy)))
+                                      .append(bloom ? " bloom" : ""),
+                                  options);
+            }
+        }
+        expect_answer_of_each(plan, query, order, runs);
+    }
+
+private:
+    /// Runs the plan once per (label, options) pair, comparing every result with DuckDB's answer.
+    void expect_answer_of_each(const db::PlanNode &plan, const std::string &query, Order order,
+                               const std::vector<std::pair<std::string, db::ExecutionOptions>> &runs) {
+        Answer answer;
+        ASSERT_NO_THROW(answer = read_answer(query)) << "DuckDB's answers missing in " << answer_dir()
+                                                     << ": run `make deps`, then the ctest fixture tpch_data";
+        for (const auto &[label, options] : runs) {
+            SCOPED_TRACE(std::string(query).append(" ").append(label));
+            tpch::expect_answer(db::execute(runtime(), plan, options), answer, order);
         }
     }
 };

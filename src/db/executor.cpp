@@ -43,6 +43,23 @@ struct CompiledQuery {
     detail::SinkNode *sink{nullptr};
 };
 
+/// Lets the consumer of every scan count the scan's morsels into the progress once it processed
+/// them (see OperatorNode::defer_progress).
+void defer_scan_progress(dataflow::Graph &graph, const QueryProgress &progress) {
+    for (std::size_t id = 0; id < graph.size(); ++id) {
+        const auto node_id = static_cast<dataflow::NodeId>(id);
+        auto *consumer = dynamic_cast<detail::BatchNode *>(&graph.node(node_id));
+        if (consumer == nullptr || graph.predecessors(node_id).size() != 1) {
+            continue;
+        }
+        const dataflow::NodeId input = graph.predecessors(node_id).front();
+        auto *source = dynamic_cast<detail::OperatorNode *>(&graph.node(input));
+        if (source != nullptr && graph.successors(input).size() == 1 && source->defer_progress()) {
+            consumer->count_progress(progress);
+        }
+    }
+}
+
 void compile_query(CompiledQuery &query, const PlanNode &plan, const ExecutionOptions &options) {
     detail::Compiler compiler{query.graph, options};
     try {
@@ -51,6 +68,7 @@ void compile_query(CompiledQuery &query, const PlanNode &plan, const ExecutionOp
         query.graph.connect(output.output, sink.id());
         query.sink = &sink;
         query.graph.validate();
+        defer_scan_progress(query.graph, options.progress);
     } catch (const std::exception &error) {
         throw ExecutionError(std::string("cannot execute the plan: ").append(error.what()));
     }
@@ -108,7 +126,16 @@ void append_list(std::string &text, const std::vector<ExprPtr> &expressions) {
     }
 }
 
-void describe_plan(const PlanNode &node, int depth, std::string &text) {
+/// Rows the scans of the plan read when no zone map prunes: the progress total.
+std::uint64_t scanned_rows(const PlanNode &node) {
+    std::uint64_t rows = node.kind == PlanKind::scan && node.table != nullptr ? node.table->row_count() : 0;
+    for (const auto &child : node.children) {
+        rows += scanned_rows(*child);
+    }
+    return rows;
+}
+
+void describe_plan(const PlanNode &node, const ExecutionOptions &options, int depth, std::string &text) {
     text.append(static_cast<std::size_t>(depth) * 2, ' ');
     switch (node.kind) {
     case PlanKind::scan:
@@ -119,6 +146,17 @@ void describe_plan(const PlanNode &node, int depth, std::string &text) {
         text.append("]");
         if (node.predicate != nullptr) {
             text.append(" where ").append(to_string(*node.predicate));
+        }
+        {
+            // The same decision the scan node applies (effective_scan_prefetch).
+            std::vector<std::string> names;
+            std::vector<ScanPrefetch> strategies;
+            for (std::size_t i = 0; i < node.output.size(); ++i) {
+                names.push_back(node.output[i].name);
+                strategies.push_back(detail::effective_scan_prefetch(node, options, i));
+            }
+            text.append(" ").append(detail::describe_prefetch(
+                names, strategies, node.prefetch_lines != 0 ? node.prefetch_lines : options.prefetch_lines));
         }
         break;
     case PlanKind::filter:
@@ -189,7 +227,7 @@ void describe_plan(const PlanNode &node, int depth, std::string &text) {
     }
     text.append("  (rows=").append(format_rows(node.estimated_rows)).append(")\n");
     for (const auto &child : node.children) {
-        describe_plan(*child, depth + 1, text);
+        describe_plan(*child, options, depth + 1, text);
     }
 }
 
@@ -239,6 +277,7 @@ QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const Execu
     CompiledQuery query;
     compile_query(query, plan, options);
 
+    options.progress.start(scanned_rows(plan));
     const dataflow::RunResult run = dataflow::run(runtime, query.graph, options.cancel);
     if (!run.ok) {
         throw ExecutionError(run.error);
@@ -254,7 +293,7 @@ QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const Execu
 std::string explain(const PlanNode &plan, const ExecutionOptions &options) {
     check_options(options);
     std::string text = "Plan:\n";
-    describe_plan(plan, 1, text);
+    describe_plan(plan, options, 1, text);
     CompiledQuery query;
     compile_query(query, plan, options);
     text.append("Pipelines:\n").append(query.graph.describe());

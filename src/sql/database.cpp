@@ -44,17 +44,8 @@ Compiled compile_select(const detail::Source &source, db::Catalog &catalog, cons
 }
 
 std::string explain_text(const Compiled &compiled, const db::ExecutionOptions &options) {
-    std::string text = db::explain(*compiled.physical.root, options);
-    if (!compiled.physical.notes.empty()) {
-        if (!text.empty() && text.back() != '\n') {
-            text.push_back('\n');
-        }
-        text.append("Optimizer notes:\n");
-        for (const auto &note : compiled.physical.notes) {
-            text.append("  ").append(note).push_back('\n');
-        }
-    }
-    return text;
+    // The scans' prefetch strategies are PlanNode fields: db::explain shows them.
+    return db::explain(*compiled.physical.root, options);
 }
 
 /// Runs one statement; `source` is the whole text (positions are relative to it).
@@ -104,7 +95,8 @@ private:
     db::QueryResult run_plan(const db::PlanNode &plan) {
         db::ExecutionOptions options = _database.options().execution;
         options.cancel = dataflow::CancelToken{};
-        const Database::RunningQuery running(_database, options.cancel);
+        options.progress = db::QueryProgress{};
+        const Database::RunningQuery running(_database, options);
         try {
             return db::execute(_database.runtime(), plan, options);
         } catch (const db::ExecutionError &error) {
@@ -575,18 +567,18 @@ db::PlanPtr Database::plan(std::string_view sql) {
     });
 }
 
-Database::RunningQuery::RunningQuery(Database &database, const dataflow::CancelToken &token)
+Database::RunningQuery::RunningQuery(Database &database, const db::ExecutionOptions &options)
     : _database(database) {
     const std::lock_guard lock(database._running_mutex);
     _id = database._next_running_id++;
-    database._running.emplace_back(_id, token);
+    database._running.push_back(Running{_id, options.cancel, options.progress});
 }
 
 Database::RunningQuery::~RunningQuery() {
     const std::lock_guard lock(_database._running_mutex);
     auto &running = _database._running;
     for (auto it = running.begin(); it != running.end(); ++it) {
-        if (it->first == _id) {
+        if (it->id == _id) {
             running.erase(it);
             break;
         }
@@ -595,9 +587,20 @@ Database::RunningQuery::~RunningQuery() {
 
 void Database::cancel(std::string_view reason) noexcept {
     const std::lock_guard lock(_running_mutex);
-    for (const auto &[id, token] : _running) {
-        token.cancel(reason);
+    for (const Running &running : _running) {
+        running.cancel.cancel(reason);
     }
+}
+
+db::QueryProgress::Snapshot Database::progress() const {
+    const std::lock_guard lock(_running_mutex);
+    db::QueryProgress::Snapshot sum;
+    for (const Running &running : _running) {
+        const db::QueryProgress::Snapshot one = running.progress.snapshot();
+        sum.done += std::min(one.done, one.total);
+        sum.total += one.total;
+    }
+    return sum;
 }
 
 } // namespace mx::sql

@@ -106,8 +106,10 @@ struct LogicalNode {
 
     // optimizer annotations
     double rows{-1.0};
-    /// get: the scan's prefetch decision (dissertation 7.3), shown by EXPLAIN.
-    std::string prefetch;
+    /// get: the scan's prefetch decision (dissertation 7.3): these columns are prefetched
+    /// entirely per morsel (a highly selective predicate reads all of them), every other
+    /// scanned column only its first cache lines. Ascending.
+    std::vector<ColumnId> prefetch_whole;
 };
 
 [[nodiscard]] LogicalPtr make_get(std::shared_ptr<const db::Table> table, std::vector<ColumnId> columns,

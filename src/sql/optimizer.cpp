@@ -4,7 +4,6 @@
 #include <cmath>
 #include <optional>
 #include <set>
-#include <sstream>
 
 namespace mx::sql::detail {
 
@@ -934,7 +933,7 @@ void Optimizer::decide(LogicalNode &node) {
     } else if (node.kind == LogicalKind::get) {
         const double rows = static_cast<double>(node.table->row_count());
         const double fraction = rows > 0 ? node.rows / rows : 1.0;
-        std::ostringstream text;
+        node.prefetch_whole.clear();
         if (!node.conjuncts.empty() && fraction <= selective_scan_fraction) {
             std::set<ColumnId> ids;
             for (const auto &conjunct : node.conjuncts) {
@@ -942,18 +941,8 @@ void Optimizer::decide(LogicalNode &node) {
                     ids.insert(id);
                 }
             }
-            text << "predicate column" << (ids.size() > 1 ? "s " : " ");
-            bool first = true;
-            for (ColumnId id : ids) {
-                text << (first ? "" : ", ") << _columns[id].name;
-                first = false;
-            }
-            text << " entirely (selective: " << std::max(0.01, std::round(fraction * 10000.0) / 100.0)
-                 << "% of rows)";
-        } else {
-            text << "first cache lines of each accessed column";
+            node.prefetch_whole.assign(ids.begin(), ids.end());
         }
-        node.prefetch = text.str();
     }
 }
 

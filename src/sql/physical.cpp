@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 namespace mx::sql::detail {
@@ -22,8 +21,6 @@ public:
     /// `prune`: drop columns nobody above reads right here (off for the probe input of a join,
     /// whose batches stream through the probe without copies anyway).
     Result build(const LogicalNode &node, const std::set<ColumnId> &required, bool prune = true);
-
-    std::vector<std::string> notes;
 
     static std::uint32_t position(const std::vector<ColumnId> &layout, ColumnId id) {
         const auto it = std::find(layout.begin(), layout.end(), id);
@@ -146,17 +143,16 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
         if (predicate != nullptr) {
             predicate = remap(predicate, result.layout);
         }
-        result.plan = db::plan::scan(node.table, std::move(scan_columns), std::move(predicate));
-        result.plan->estimated_rows = node.rows;
-        if (!node.prefetch.empty()) {
-            std::ostringstream note;
-            note << "scan " << node.table->name();
-            if (!node.alias.empty() && node.alias != node.table->name()) {
-                note << " " << node.alias;
-            }
-            note << ": prefetch " << node.prefetch;
-            notes.push_back(note.str());
+        std::vector<db::ScanPrefetch> prefetch;
+        prefetch.reserve(result.layout.size());
+        for (const ColumnId id : result.layout) {
+            prefetch.push_back(std::binary_search(node.prefetch_whole.begin(), node.prefetch_whole.end(), id)
+                                   ? db::ScanPrefetch::whole_column
+                                   : db::ScanPrefetch::first_lines);
         }
+        result.plan = db::plan::scan(node.table, std::move(scan_columns), std::move(predicate));
+        result.plan->scan_prefetch = std::move(prefetch);
+        result.plan->estimated_rows = node.rows;
         return pruned(std::move(result), required, node.rows, prune);
     }
     case LogicalKind::filter: {
@@ -351,7 +347,6 @@ PhysicalPlan plan_physical(const LogicalNode &root, const std::vector<std::strin
     }
     PhysicalPlan plan;
     plan.root = std::move(result.plan);
-    plan.notes = std::move(planner.notes);
     return plan;
 }
 

@@ -2,7 +2,7 @@
 
 // The physical planner: an optimized logical plan -> db::PlanNode tree (plan:: builders), with
 // column pruning (every operator receives only the columns someone above still reads) and the
-// optimizer's estimates and join choices copied onto the nodes.
+// optimizer's estimates, join choices and scan prefetch strategies copied onto the nodes.
 
 #include <string>
 #include <vector>
@@ -15,9 +15,6 @@ namespace mx::sql::detail {
 
 struct PhysicalPlan {
     db::PlanPtr root;
-    /// Optimizer decisions the PlanNode has no field for (per-scan prefetch strategy), one line
-    /// each, for EXPLAIN.
-    std::vector<std::string> notes;
 };
 
 /// Plans `root`, whose output columns are returned in order under `names`.

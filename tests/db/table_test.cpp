@@ -315,12 +315,16 @@ TEST(TableTest, StatisticsOfNumbers) {
     std::set<std::int64_t> distinct;
     std::int64_t low = INT64_MAX;
     std::int64_t high = INT64_MIN;
+    std::int64_t low_of_v = INT64_MAX; // v is NULL on every 4th row: its minimum skips those
     const std::size_t rows = 20000;
     for (std::size_t i = 0; i < rows; ++i) {
         const auto k = static_cast<std::int64_t>(random() % 5000) - 2500;
         distinct.insert(k);
         low = std::min(low, k);
         high = std::max(high, k);
+        if (i % 4 != 0) {
+            low_of_v = std::min(low_of_v, k * 3);
+        }
         const Value row[] = {Value::bigint(k),
                              i % 4 == 0 ? Value::null_of(Type::decimal(12, 2)) : Value::decimal(k * 3, 12, 2),
                              Value::null_of(Type::date()), Value::float64(static_cast<double>(k) * 0.5)};
@@ -337,7 +341,7 @@ TEST(TableTest, StatisticsOfNumbers) {
         static_cast<double>(distinct.size());
     EXPECT_LT(error, 0.06) << "estimate " << k.distinct_count << " exact " << distinct.size();
     EXPECT_EQ(table->statistics(1).null_count, rows / 4);
-    EXPECT_EQ(table->statistics(1).min.i64, low * 3);
+    EXPECT_EQ(table->statistics(1).min.i64, low_of_v) << "seed " << seed;
     EXPECT_EQ(table->statistics(1).min.type, Type::decimal(12, 2));
     EXPECT_EQ(table->statistics(2).null_count, rows);
     EXPECT_TRUE(table->statistics(2).min.null);

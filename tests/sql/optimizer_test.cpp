@@ -2,6 +2,7 @@
 // column pruning, join order and build sides by estimated size, join choices, estimates, the
 // subquery rewrites, and what EXPLAIN shows.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -288,9 +289,38 @@ TEST_F(OptimizerTest, ExplainShowsPlanEstimatesAndPrefetchStrategy) {
     EXPECT_NE(text.find("big"), std::string::npos) << text;
     EXPECT_NE(text.find("rows=1"), std::string::npos) << text;
     EXPECT_NE(text.find("pipeline"), std::string::npos) << text;
-    EXPECT_NE(text.find("prefetch predicate column k entirely"), std::string::npos) << text;
+    // What the scan does, from the plan's ScanPrefetch fields.
+    EXPECT_NE(text.find("prefetch=[k: whole column, v: 2 lines]"), std::string::npos) << text;
     const std::string wide = db.explain("SELECT v FROM big WHERE k > 7");
-    EXPECT_NE(wide.find("prefetch first cache lines of each accessed column"), std::string::npos) << wide;
+    EXPECT_NE(wide.find("prefetch=[k: 2 lines, v: 2 lines]"), std::string::npos) << wide;
+}
+
+TEST_F(OptimizerTest, SelectivePredicateColumnsArePrefetchedEntirely) {
+    using db::ScanPrefetch;
+    // k = 7 keeps 1 of 2000 rows: highly selective, so k (read for every row) is prefetched
+    // entirely; v, read for the one surviving row, only its first lines.
+    const auto selective = db.plan("SELECT v FROM big WHERE k = 7");
+    const db::PlanNode &scan = scan_of(*selective, "big");
+    ASSERT_EQ(scan.scan_columns, (std::vector<std::uint32_t>{0, 1}));
+    EXPECT_EQ(scan.scan_prefetch,
+              (std::vector<ScanPrefetch>{ScanPrefetch::whole_column, ScanPrefetch::first_lines}));
+    // Two predicate columns, both selective together.
+    const auto both = db.plan("SELECT v FROM big WHERE k < 40 AND j = 3");
+    const db::PlanNode &scan2 = scan_of(*both, "big");
+    ASSERT_EQ(scan2.scan_columns, (std::vector<std::uint32_t>{0, 1, 2}));
+    EXPECT_EQ(scan2.scan_prefetch,
+              (std::vector<ScanPrefetch>{ScanPrefetch::whole_column, ScanPrefetch::first_lines,
+                                         ScanPrefetch::whole_column}));
+    // Not selective (k > 7 keeps almost every row), or no predicate: first lines everywhere.
+    for (const char *sql : {"SELECT v FROM big WHERE k > 7", "SELECT k, v FROM big"}) {
+        const auto plan = db.plan(sql);
+        const db::PlanNode &wide = scan_of(*plan, "big");
+        EXPECT_EQ(wide.scan_prefetch,
+                  std::vector<ScanPrefetch>(wide.scan_columns.size(), ScanPrefetch::first_lines))
+            << sql;
+    }
+    // The answer does not depend on the strategy.
+    EXPECT_EQ(rows("SELECT v FROM big WHERE k = 7"), (Rows{"7"}));
 }
 
 } // namespace mx::sql::test

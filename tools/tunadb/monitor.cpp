@@ -1,5 +1,6 @@
 #include "monitor.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -60,6 +61,13 @@ void drain_prompt_pipe() noexcept {
     }
 }
 
+int progress_percent(std::uint64_t done, std::uint64_t total) noexcept {
+    if (total == 0) {
+        return -1;
+    }
+    return static_cast<int>(std::min(done, total) * 100 / total);
+}
+
 Monitor::Monitor(mx::sql::Database &database, bool show_progress)
     : _database(database), _show_progress(show_progress) {
     _thread = std::thread([this] { run(); });
@@ -112,16 +120,29 @@ void Monitor::draw_locked(std::chrono::steady_clock::time_point now) {
     if (seconds < 1.0) {
         return;
     }
-    // The run's length is unknown, so the bar is a block bouncing back and forth.
     constexpr int width = 24;
-    const int step = static_cast<int>(seconds * 10.0) % (2 * (width - 3));
-    const int position = step < width - 3 ? step : 2 * (width - 3) - step;
     char bar[width + 1];
-    for (int i = 0; i < width; ++i) {
-        bar[i] = (i >= position && i < position + 3) ? '#' : ' ';
+    const mx::db::QueryProgress::Snapshot progress = _database.progress();
+    const int percent = progress_percent(progress.done, progress.total);
+    if (percent >= 0) {
+        // The rows the query's scans have read so far out of all they read: joins and
+        // aggregations after the last scan still take their time at 100 %.
+        const int filled = percent * width / 100;
+        for (int i = 0; i < width; ++i) {
+            bar[i] = i < filled ? '#' : '.';
+        }
+        bar[width] = '\0';
+        std::fprintf(stderr, "\r[%s] %3d %%  %.1f s  (Ctrl-C cancels)", bar, percent, seconds);
+    } else {
+        // Nothing to measure (a COPY): a block bouncing back and forth.
+        const int step = static_cast<int>(seconds * 10.0) % (2 * (width - 3));
+        const int position = step < width - 3 ? step : 2 * (width - 3) - step;
+        for (int i = 0; i < width; ++i) {
+            bar[i] = (i >= position && i < position + 3) ? '#' : ' ';
+        }
+        bar[width] = '\0';
+        std::fprintf(stderr, "\r[%s]        %.1f s  (Ctrl-C cancels)", bar, seconds);
     }
-    bar[width] = '\0';
-    std::fprintf(stderr, "\r[%s] %.1f s  (Ctrl-C cancels)", bar, seconds);
     std::fflush(stderr);
     _drawn = true;
 }

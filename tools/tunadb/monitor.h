@@ -6,10 +6,12 @@
 // async-signal-safe): the monitor thread reads one and calls Database::cancel("interrupted")
 // (which must not run inside a signal handler); the interactive shell polls the other to drop the
 // line being typed. While a statement runs for more than a moment and stderr is a terminal, the
-// monitor draws an elapsed-time bar on stderr and erases it when the statement ends.
+// monitor draws a progress bar on stderr (the share of rows the query's scans have read so far,
+// from Database::progress(), and the elapsed time) and erases it when the statement ends.
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 
@@ -26,6 +28,9 @@ bool take_interrupt() noexcept;
 /// The read end of the shell's pipe (readable after Ctrl-C); drain_prompt_pipe() empties it.
 [[nodiscard]] int prompt_pipe() noexcept;
 void drain_prompt_pipe() noexcept;
+
+/// The bar's percentage: done of total rows, 0..100; -1 when there is nothing to measure.
+[[nodiscard]] int progress_percent(std::uint64_t done, std::uint64_t total) noexcept;
 
 class Monitor {
 public:

@@ -4,8 +4,10 @@
 // (dataflow/graph.h) and run on the runtime's workers; the result batches are collected into a
 // QueryResult. See docs/design/query-engine.md for how operators map to tasks.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -38,6 +40,47 @@ struct JoinOptions {
     std::optional<bool> bloom_filter{};
 };
 
+/// How far a run has got: rows its scans have read (or skipped through zone maps) out of the
+/// rows of all tables its scans read. Copies share one state, so a thread that keeps a copy (the
+/// shell's progress bar) watches the run another thread executes. Use a fresh one per query:
+/// execute() resets it.
+class QueryProgress {
+public:
+    struct Snapshot {
+        std::uint64_t done{0};
+        std::uint64_t total{0};
+    };
+
+    QueryProgress() : _state(std::make_shared<State>()) {}
+
+    /// Consistent enough for a progress bar: done never decreases and never exceeds total once
+    /// total was set (total is set before the run starts, done grows while it runs).
+    [[nodiscard]] Snapshot snapshot() const noexcept {
+        Snapshot snapshot;
+        snapshot.total = _state->total.load(std::memory_order_acquire);
+        snapshot.done = _state->done.load(std::memory_order_relaxed);
+        return snapshot;
+    }
+
+    // Engine side.
+    void start(std::uint64_t total) const noexcept {
+        _state->done.store(0, std::memory_order_relaxed);
+        _state->total.store(total, std::memory_order_release);
+    }
+    void advance(std::uint64_t rows) const noexcept {
+        _state->done.fetch_add(rows, std::memory_order_relaxed);
+    }
+
+private:
+    struct State {
+        // Written by execute() before the run (total) and by the scan tasks (done, relaxed
+        // adds); read by any thread watching the run.
+        std::atomic<std::uint64_t> done{0};
+        std::atomic<std::uint64_t> total{0};
+    };
+    std::shared_ptr<State> _state;
+};
+
 struct ExecutionOptions {
     static constexpr std::uint32_t default_morsel_rows = 16384;
 
@@ -46,10 +89,14 @@ struct ExecutionOptions {
     /// how much work a query does per row. Also the size of the batches operators emit from
     /// their finalize phase (aggregation results, sorted runs). 1..2^20.
     std::uint32_t morsel_rows{default_morsel_rows};
-    /// Scan tasks carry a prefetch callback that brings the first cache lines of every column
-    /// they read into the cache before they run (dissertation 7.3).
+    /// Scan tasks carry a prefetch callback that brings the columns they read into the cache
+    /// before they run, as each scan's PlanNode::scan_prefetch says (dissertation 7.3). Off:
+    /// no scan prefetches (benchmarks, tests).
     bool prefetch{true};
-    /// Cache lines per column and morsel the scan's prefetch callback touches.
+    /// When set (and prefetch is on), every column of every scan uses this strategy instead of
+    /// the plan's (benchmarks, tests).
+    std::optional<ScanPrefetch> scan_prefetch{};
+    /// Cache lines per column and morsel of ScanPrefetch::first_lines, unless the plan node says.
     std::uint8_t prefetch_lines{2};
     /// Filters and projections run inside the task of the operator that produced their input
     /// (one task per batch for a whole scan-filter-project chain) instead of as tasks of their
@@ -61,6 +108,8 @@ struct ExecutionOptions {
     /// Cancels the run from another thread (execute then throws ExecutionError with the reason).
     /// Use a fresh token per query.
     dataflow::CancelToken cancel{};
+    /// Counts the rows the run's scans have read; execute() resets it. Use a fresh one per query.
+    QueryProgress progress{};
 };
 
 /// The result of a query: columns, rows, and how long the run took.

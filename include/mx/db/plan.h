@@ -31,6 +31,11 @@ enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti };
 /// Non-partitioned: one shared hash table built by all workers. Radix-partitioned: micro
 /// partitioning into per-partition tables that fit the cache (large builds).
 enum class JoinStrategy : std::uint8_t { automatic, non_partitioned, radix_partitioned };
+/// What a scan task prefetches of one column of its morsel before it runs (dissertation 7.3):
+/// nothing, the first cache lines only (a hint that starts the hardware prefetcher on a column
+/// read sequentially), or the column's whole block of the morsel (a highly selective predicate
+/// column: every value is read, while the other columns are touched at few rows only).
+enum class ScanPrefetch : std::uint8_t { none, first_lines, whole_column };
 enum class AggregateFunction : std::uint8_t { count_star, count, sum, avg, min, max, count_distinct };
 
 struct AggregateSpec {
@@ -61,6 +66,11 @@ struct PlanNode {
     std::shared_ptr<const Table> table;
     std::vector<std::uint32_t> scan_columns; // table column indices, in output order
     ExprPtr predicate;                       // scan: over the scanned columns; filter: over the child
+    /// scan: the prefetch strategy per entry of scan_columns (the optimizer's choice); empty =
+    /// first_lines for every column. ExecutionOptions may override it for a whole run.
+    std::vector<ScanPrefetch> scan_prefetch;
+    /// scan: cache lines per column and morsel for first_lines; 0 = ExecutionOptions::prefetch_lines.
+    std::uint8_t prefetch_lines{0};
 
     // project
     std::vector<ExprPtr> expressions;

@@ -120,10 +120,16 @@ public:
     /// handler's helper thread): each fails with SqlError(reason). Loads (COPY) run to the end.
     void cancel(std::string_view reason = "cancelled") noexcept;
 
-    /// Internal: the statement runner registers each query's cancel token for cancel().
+    /// Progress of the queries running in this database right now (any thread, e.g. the shell's
+    /// progress bar): rows their scans have read out of the rows their scans read in total,
+    /// summed over the running queries; {0, 0} when none runs. Loads (COPY) are not counted.
+    [[nodiscard]] db::QueryProgress::Snapshot progress() const;
+
+    /// Internal: the statement runner registers each query's cancel token and progress counter
+    /// for cancel() and progress().
     class RunningQuery {
     public:
-        RunningQuery(Database &database, const dataflow::CancelToken &token);
+        RunningQuery(Database &database, const db::ExecutionOptions &options);
         ~RunningQuery();
         RunningQuery(const RunningQuery &) = delete;
         RunningQuery &operator=(const RunningQuery &) = delete;
@@ -142,10 +148,16 @@ private:
     tasking::Runtime *_runtime;
     DatabaseOptions _options;
     db::Catalog _catalog;
-    // Guarded by _running_mutex; written by the threads running queries, read by cancel().
-    std::mutex _running_mutex;
+    struct Running {
+        std::uint64_t id{0};
+        dataflow::CancelToken cancel;
+        db::QueryProgress progress;
+    };
+    // Guarded by _running_mutex; written by the threads running queries, read by cancel() and
+    // progress().
+    mutable std::mutex _running_mutex;
     std::uint64_t _next_running_id{0};
-    std::vector<std::pair<std::uint64_t, dataflow::CancelToken>> _running;
+    std::vector<Running> _running;
 };
 
 } // namespace mx::sql

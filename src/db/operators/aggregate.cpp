@@ -429,10 +429,13 @@ public:
     }
 
     void finalize_part(FlowContext &context, std::uint32_t part) noexcept override {
+        // Merging big partitions takes long: a cancelled run skips the rest (its state is only
+        // freed afterwards, never read).
+        CancelPoll poll(context);
         bool ok = true;
         if (!grouped()) {
             for (std::size_t d = 0; d < _distinct_keys.size(); ++d) {
-                RowTable &set = merge_distinct(d, part);
+                RowTable &set = merge_distinct(d, part, poll);
                 _distinct_counts[std::size_t{part} * _distinct_keys.size() + d] = set.size();
             }
             return;
@@ -440,6 +443,9 @@ public:
         RowTable &target = _workers[0].groups[part];
         for (std::uint16_t w = 1; w < _worker_count; ++w) {
             _workers[w].groups[part].for_each([&](const std::byte *row) {
+                if (poll()) {
+                    return;
+                }
                 auto [into, inserted] = target.find_or_insert(
                     RowTable::hash_of(row),
                     [&](const std::byte *candidate) {
@@ -459,8 +465,11 @@ public:
             if (aggregate.distinct < 0) {
                 continue;
             }
-            const RowTable &set = merge_distinct(static_cast<std::size_t>(aggregate.distinct), part);
+            const RowTable &set = merge_distinct(static_cast<std::size_t>(aggregate.distinct), part, poll);
             set.for_each([&](const std::byte *entry) {
+                if (poll()) {
+                    return;
+                }
                 std::byte *group = target.find(RowTable::aux_of(entry), [&](const std::byte *candidate) {
                     return _key.equals_stored(RowTable::key_of(candidate), RowTable::key_of(entry));
                 });
@@ -468,11 +477,14 @@ public:
                 ++state_at(group, aggregate.offset).count;
             });
         }
+        if (poll.stopped()) {
+            return;
+        }
         if (!ok) {
             context.fail("Overflow in SUM: the exact sum exceeds 128 bits");
             return;
         }
-        emit_groups(context, target);
+        emit_groups(context, target, poll);
     }
 
     void finalize(FlowContext &context) noexcept override {
@@ -601,12 +613,15 @@ private:
     }
 
     /// Merges partition `part` of every worker's distinct set `index` into worker 0's.
-    RowTable &merge_distinct(std::size_t index, std::uint32_t part) {
+    RowTable &merge_distinct(std::size_t index, std::uint32_t part, CancelPoll &poll) {
         RowTable &target = _workers[0].distinct[index][part];
         const KeyLayout &layout = _distinct_keys[index];
         const std::uint32_t width = target.row_width();
         for (std::uint16_t w = 1; w < _worker_count; ++w) {
             _workers[w].distinct[index][part].for_each([&](const std::byte *entry) {
+                if (poll()) {
+                    return;
+                }
                 target.find_or_insert(
                     RowTable::hash_of(entry),
                     [&](const std::byte *candidate) {
@@ -650,13 +665,13 @@ private:
         return ok;
     }
 
-    void emit_groups(FlowContext &context, const RowTable &table) noexcept {
+    void emit_groups(FlowContext &context, const RowTable &table, CancelPoll &poll) noexcept {
         std::uint64_t remaining = table.size();
         std::unique_ptr<Batch> batch;
         std::uint32_t filled = 0;
         bool ok = true;
         table.for_each([&](const std::byte *row) {
-            if (!ok) {
+            if (!ok || poll()) {
                 return;
             }
             if (batch == nullptr) {

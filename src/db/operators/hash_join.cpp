@@ -279,6 +279,10 @@ void HashJoinTableNode::consume(dataflow::FlowContext &context, dataflow::Token 
     const Row **heads = tables.heads;
 
     for (std::uint32_t p = begin; p < end; ++p) {
+        // An unfinished table is never probed: a cancelled run skips the probe pipeline.
+        if (context.cancelled()) {
+            return;
+        }
         if (tables.strategy == JoinStrategy::radix_partitioned) {
             // This task owns partition p's table: plain stores, the table stays in
             // this core's cache while it is built.

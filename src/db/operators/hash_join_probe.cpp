@@ -280,6 +280,11 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
         }
     }
     while (!s.pair_row.empty()) {
+        // One round advances every pending pair by one chain step (at most a batch of pairs),
+        // so a probe with a huge fan-out notices a cancel between rounds.
+        if (context.cancelled()) {
+            return;
+        }
         const std::size_t pairs = s.pair_row.size();
         s.pair_ok.resize(pairs);
         for (std::size_t j = 0; j < pairs; ++j) {
@@ -406,6 +411,9 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
 
     // Gather mode (or a residual for semi/anti): the rest of the match list.
     while (!s.match_row.empty()) {
+        if (context.cancelled()) {
+            return;
+        }
         if (!flush(static_cast<std::uint32_t>(std::min<std::size_t>(s.match_row.size(), limit)))) {
             return;
         }
@@ -425,7 +433,7 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
     if (spec.kind == JoinKind::left_outer) {
         // The probe rows without a surviving match, NULL-padded. Gathered (not moved) because
         // earlier output batches may point into the input's strings.
-        for (std::size_t from = 0; from < selected.size(); from += limit) {
+        for (std::size_t from = 0; from < selected.size() && !context.cancelled(); from += limit) {
             const auto count =
                 static_cast<std::uint32_t>(std::min<std::size_t>(selected.size() - from, limit));
             s.match_row.assign(selected.begin() + static_cast<std::ptrdiff_t>(from),
@@ -499,6 +507,7 @@ void HashJoinProbeNode::finalize_part(dataflow::FlowContext &context, std::uint3
     Scratch &s = scratch(context);
     const std::uint32_t limit = std::max<std::uint32_t>(1, spec.tuning.max_output_rows);
     s.chunk.clear();
+    CancelPoll poll(context);
     for (std::uint32_t p = bounds[part]; p < bounds[part + 1] && !context.cancelled(); ++p) {
         if (counts[p] == 0) {
             continue;
@@ -512,6 +521,9 @@ void HashJoinProbeNode::finalize_part(dataflow::FlowContext &context, std::uint3
         }
         for (const auto &store : probe.stores) {
             store->for_each(p, [&](const Row *row) {
+                if (poll()) {
+                    return; // cancelled: skip the rest of the partition
+                }
                 s.chunk.push_back(row);
                 if (s.chunk.size() == limit) {
                     probe_rows(context, s.chunk, s);

@@ -130,19 +130,21 @@ bool OperatorNode::run_stages(dataflow::FlowContext &context, Batch &batch) noex
     return batch.count() > 0;
 }
 
-void OperatorNode::emit(dataflow::FlowContext &context, std::unique_ptr<Batch> batch) noexcept {
+bool OperatorNode::emit(dataflow::FlowContext &context, std::unique_ptr<Batch> batch) noexcept {
     if (!run_stages(context, *batch)) {
-        return;
+        return false;
     }
     context.emit(dataflow::Token{batch.release(), 0});
+    return true;
 }
 
-void OperatorNode::emit(dataflow::FlowContext &context, std::unique_ptr<Batch> batch,
+bool OperatorNode::emit(dataflow::FlowContext &context, std::unique_ptr<Batch> batch,
                         dataflow::DispatchTarget target) noexcept {
     if (!run_stages(context, *batch)) {
-        return;
+        return false;
     }
     context.emit(dataflow::Token{batch.release(), 0}, target);
+    return true;
 }
 
 // ---- compilation ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include <mx/dataflow/graph.h>
+#include <mx/db/executor.h>
 #include <mx/db/expression.h>
 #include <mx/db/plan.h>
 #include <mx/db/vector.h>
@@ -37,7 +38,8 @@
 
 namespace mx::db {
 struct ExecutionOptions;
-}
+class Fragment;
+} // namespace mx::db
 
 namespace mx::db::detail {
 
@@ -59,11 +61,18 @@ public:
     using dataflow::Node::Node;
 
     /// Runs the fused stages on the batch and hands it to the successors as a new task on this
-    /// worker (any phase). Empty batches are dropped; a stage error fails the query.
-    void emit(dataflow::FlowContext &context, std::unique_ptr<Batch> batch) noexcept;
+    /// worker (any phase). Empty batches are dropped; a stage error fails the query. Returns
+    /// whether the batch was handed on.
+    bool emit(dataflow::FlowContext &context, std::unique_ptr<Batch> batch) noexcept;
     /// Same, with the successors' task on a chosen worker/region (not from consume()).
-    void emit(dataflow::FlowContext &context, std::unique_ptr<Batch> batch,
+    bool emit(dataflow::FlowContext &context, std::unique_ptr<Batch> batch,
               dataflow::DispatchTarget target) noexcept;
+
+    /// Scans only (compile time): the scan stops counting its morsels into the run's progress
+    /// and leaves that to its consumer (BatchNode::count_progress), which counts a morsel's rows
+    /// once it has done its work on them. Otherwise a progress bar would run ahead: every scan
+    /// task runs before the probe or aggregation tasks it spawns. False for other nodes.
+    virtual bool defer_progress() noexcept { return false; }
 
     /// Fuses a stage behind this node (compile time only).
     void append_stage(std::unique_ptr<Stage> stage) { _stages.push_back(std::move(stage)); }
@@ -86,13 +95,57 @@ public:
 
     void consume(dataflow::FlowContext &context, dataflow::Token token) noexcept final {
         std::unique_ptr<Batch> batch = take(token);
+        // A scan's batch still has all rows of its morsel (stages narrow the selection only).
+        const std::uint32_t rows = batch->rows;
         if (!context.cancelled()) {
             consume_batch(context, std::move(batch));
+        }
+        if (_progress.has_value()) {
+            _progress->advance(rows);
         }
     }
     virtual void consume_batch(dataflow::FlowContext &context, std::unique_ptr<Batch> batch) noexcept = 0;
     /// A cancelled run hands the batches of the consume tasks it skips here, so none leaks.
     void discard(const dataflow::Token &token) noexcept final { take(token); }
+
+    /// Compile time: this node's only input is a scan that deferred its progress to it.
+    void count_progress(QueryProgress progress) { _progress = std::move(progress); }
+
+private:
+    std::optional<QueryProgress> _progress; // set at compile time, read-only during the run
+};
+
+/// Polls for cancellation inside one long task (a probe batch with a huge fan-out, the merge of
+/// big aggregation partitions, a sort's k-way merge): the run's flag is checked only every
+/// `interval` rows, so the loop stays cheap, yet Ctrl-C takes effect within milliseconds instead
+/// of when the task ends. Local to one callback.
+class CancelPoll {
+public:
+    static constexpr std::uint32_t default_interval = 4096;
+
+    explicit CancelPoll(const dataflow::FlowContext &context,
+                        std::uint32_t interval = default_interval) noexcept
+        : _context(&context), _interval(interval) {}
+
+    /// Counts `rows` more rows; true once the run was found cancelled (then stays true).
+    bool operator()(std::uint32_t rows = 1) noexcept {
+        if (_stopped) {
+            return true;
+        }
+        _count += rows;
+        if (_count >= _interval) {
+            _count = 0;
+            _stopped = _context->cancelled();
+        }
+        return _stopped;
+    }
+    [[nodiscard]] bool stopped() const noexcept { return _stopped; }
+
+private:
+    const dataflow::FlowContext *_context;
+    std::uint32_t _interval;
+    std::uint32_t _count{0};
+    bool _stopped{false};
 };
 
 /// State of one plan-to-graph compilation.
@@ -117,6 +170,17 @@ Compiled compile(Compiler &compiler, const PlanNode &node);
 Compiled compile_hash_join(Compiler &compiler, const PlanNode &node);
 
 Compiled compile_scan(Compiler &compiler, const PlanNode &node);
+/// The strategy the scan node `scan` applies to its `column`-th scanned column: the plan's
+/// choice unless the options switch prefetching off or force one strategy.
+ScanPrefetch effective_scan_prefetch(const PlanNode &scan, const ExecutionOptions &options,
+                                     std::size_t column);
+/// EXPLAIN text of a scan's prefetching, e.g. "prefetch=[k: whole column, v: 2 lines]".
+std::string describe_prefetch(const std::vector<std::string> &names,
+                              const std::vector<ScanPrefetch> &strategies, std::uint8_t lines);
+/// Test hook: the cache lines (line-aligned addresses), in order, that the prefetch callback of a
+/// task of scan node `scan` touches for the morsel starting at row `begin` of `fragment`.
+std::vector<const void *> scan_prefetch_lines(const PlanNode &scan, const ExecutionOptions &options,
+                                              const Fragment &fragment, std::uint32_t begin);
 Compiled compile_filter(Compiler &compiler, const PlanNode &node);
 Compiled compile_project(Compiler &compiler, const PlanNode &node);
 Compiled compile_aggregate(Compiler &compiler, const PlanNode &node);

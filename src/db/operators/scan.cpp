@@ -3,8 +3,10 @@
 // applies the scan predicate and emits the surviving rows into the pipeline.
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,20 +87,39 @@ CompareOp mirror(CompareOp op) noexcept {
     }
 }
 
+/// Calls visit(line) for every cache line (line-aligned address) of [data, data + bytes), at
+/// most `limit` of them from the front.
+template <class Visit>
+void visit_lines(const void *data, std::size_t bytes, std::size_t limit, Visit &visit) noexcept {
+    if (bytes == 0 || limit == 0) {
+        return;
+    }
+    constexpr std::uintptr_t line = system::cache_line_size;
+    const auto start = reinterpret_cast<std::uintptr_t>(data);
+    const std::uintptr_t first = start & ~(line - 1);
+    const std::uintptr_t last = (start + bytes - 1) & ~(line - 1);
+    std::size_t count = 0;
+    for (std::uintptr_t address = first; address <= last && count < limit; address += line, ++count) {
+        visit(reinterpret_cast<const void *>(address));
+    }
+}
+
 class ScanNode final : public OperatorNode {
 public:
-    ScanNode(std::shared_ptr<const Table> table, std::vector<std::uint32_t> columns, ExprPtr predicate,
-             const ExecutionOptions &options)
-        : OperatorNode("scan " + table->name()), _table(std::move(table)), _columns(std::move(columns)),
-          _predicate(std::move(predicate)), _morsel_rows(std::max<std::uint32_t>(options.morsel_rows, 1)),
-          _prefetch(options.prefetch), _prefetch_lines(options.prefetch_lines),
-          _zone_maps(options.zone_maps) {
+    ScanNode(const PlanNode &node, const ExecutionOptions &options)
+        : OperatorNode("scan " + node.table->name()), _table(node.table), _columns(node.scan_columns),
+          _predicate(node.predicate), _morsel_rows(std::max<std::uint32_t>(options.morsel_rows, 1)),
+          _prefetch_lines(node.prefetch_lines != 0 ? node.prefetch_lines : options.prefetch_lines),
+          _zone_maps(options.zone_maps), _progress(options.progress) {
         _widths.reserve(_columns.size());
-        for (const std::uint32_t column : _columns) {
+        _strategies.reserve(_columns.size());
+        for (std::size_t i = 0; i < _columns.size(); ++i) {
+            const std::uint32_t column = _columns[i];
             _widths.push_back(
                 _table->dictionary_encoded(column)
                     ? std::uint32_t{sizeof(std::uint32_t)}
                     : static_cast<std::uint32_t>(physical_size(_table->schema()[column].type.physical())));
+            _strategies.push_back(effective_scan_prefetch(node, options, i));
         }
     }
 
@@ -106,6 +127,7 @@ public:
         const auto regions = context.region_count();
         for (const auto &fragment : _table->fragments()) {
             if (_predicate != nullptr && _zone_maps && !may_match(*_predicate, *fragment)) {
+                _progress.advance(fragment->size());
                 continue;
             }
             // Fragments of a table built for another topology still run somewhere sensible.
@@ -121,12 +143,15 @@ public:
     }
 
     void consume(FlowContext &context, Token token) noexcept override {
-        if (context.cancelled()) {
-            return;
-        }
         const auto &fragment = *static_cast<const Fragment *>(token.data);
         const auto begin = static_cast<std::uint32_t>(token.value);
         const std::uint32_t end = begin + std::min(_morsel_rows, fragment.size() - begin);
+        if (!_consumer_counts || context.cancelled()) {
+            _progress.advance(end - begin);
+        }
+        if (context.cancelled()) {
+            return;
+        }
         auto batch = std::make_unique<Batch>();
         batch->rows = end - begin;
         batch->columns.reserve(_columns.size());
@@ -140,26 +165,49 @@ public:
                 return;
             }
         }
-        emit(context, std::move(batch));
+        if (!emit(context, std::move(batch)) && _consumer_counts) {
+            _progress.advance(end - begin); // no row survived: the consumer never sees the batch
+        }
     }
 
-    /// The first cache lines of every column the morsel reads (and of its NULL bytes).
+    bool defer_progress() noexcept override {
+        _consumer_counts = true;
+        return true;
+    }
+
+    /// Per column as _strategies says: its first cache lines in the morsel, or its whole block
+    /// of the morsel (and the NULL bytes alike).
     void prefetch(const Token &token) const noexcept override {
+        auto issue = [](const void *line) { system::prefetch(line); };
+        visit_prefetch_lines(token, issue);
+    }
+    [[nodiscard]] bool has_prefetch() const noexcept override {
+        return std::any_of(_strategies.begin(), _strategies.end(),
+                           [](ScanPrefetch strategy) { return strategy != ScanPrefetch::none; });
+    }
+
+    /// The cache lines prefetch(token) touches, in order (one code path for the run and tests).
+    template <class Visit>
+    void visit_prefetch_lines(const Token &token, Visit &visit) const noexcept {
         const auto &fragment = *static_cast<const Fragment *>(token.data);
-        const auto begin = static_cast<std::size_t>(token.value);
+        const auto begin = static_cast<std::uint32_t>(token.value);
+        const std::uint32_t rows = std::min(_morsel_rows, fragment.size() - begin);
         for (std::size_t i = 0; i < _columns.size(); ++i) {
-            const auto *data =
-                static_cast<const std::byte *>(fragment.data(_columns[i])) + begin * _widths[i];
-            const std::uint8_t *nulls = fragment.nulls(_columns[i]);
-            for (std::uint32_t line = 0; line < _prefetch_lines; ++line) {
-                system::prefetch(data + std::size_t{line} * system::cache_line_size);
+            if (_strategies[i] == ScanPrefetch::none) {
+                continue;
             }
-            if (nulls != nullptr) {
-                system::prefetch(nulls + begin);
+            const std::size_t limit =
+                _strategies[i] == ScanPrefetch::whole_column ? ~std::size_t{0} : _prefetch_lines;
+            const auto *data =
+                static_cast<const std::byte *>(fragment.data(_columns[i])) + std::size_t{begin} * _widths[i];
+            visit_lines(data, std::size_t{rows} * _widths[i], limit, visit);
+            if (const std::uint8_t *nulls = fragment.nulls(_columns[i]); nulls != nullptr) {
+                // One byte per row: the first line covers 64 rows, enough to get going.
+                visit_lines(nulls + begin, rows, _strategies[i] == ScanPrefetch::whole_column ? limit : 1,
+                            visit);
             }
         }
     }
-    [[nodiscard]] bool has_prefetch() const noexcept override { return _prefetch && !_columns.empty(); }
 
     [[nodiscard]] std::string details() const override {
         std::string text = "columns=[";
@@ -174,9 +222,11 @@ public:
             text.append(" where ").append(to_string(*_predicate));
         }
         text.append(" morsel=").append(std::to_string(_morsel_rows));
-        if (_prefetch) {
-            text.append(" prefetch=").append(std::to_string(_prefetch_lines)).append("l/col");
+        std::vector<std::string> names;
+        for (const std::uint32_t column : _columns) {
+            names.push_back(_table->schema()[column].name);
         }
+        text.append(" ").append(describe_prefetch(names, _strategies, _prefetch_lines));
         return text;
     }
 
@@ -218,19 +268,71 @@ private:
     std::vector<std::uint32_t> _widths; // bytes per row of each scanned column block
     ExprPtr _predicate;
     std::uint32_t _morsel_rows;
-    bool _prefetch;
+    std::vector<ScanPrefetch> _strategies; // per scanned column, with the options' overrides applied
     std::uint8_t _prefetch_lines;
     bool _zone_maps;
+    QueryProgress _progress;      // shared counter: the scan tasks add the rows they read
+    bool _consumer_counts{false}; // the consumer counts the batches it gets (defer_progress)
 };
 
 } // namespace
+
+ScanPrefetch effective_scan_prefetch(const PlanNode &scan, const ExecutionOptions &options,
+                                     std::size_t column) {
+    if (!options.prefetch) {
+        return ScanPrefetch::none;
+    }
+    if (options.scan_prefetch.has_value()) {
+        return *options.scan_prefetch;
+    }
+    return column < scan.scan_prefetch.size() ? scan.scan_prefetch[column] : ScanPrefetch::first_lines;
+}
+
+std::string describe_prefetch(const std::vector<std::string> &names,
+                              const std::vector<ScanPrefetch> &strategies, std::uint8_t lines) {
+    if (std::all_of(strategies.begin(), strategies.end(),
+                    [](ScanPrefetch strategy) { return strategy == ScanPrefetch::none; })) {
+        return "prefetch=off";
+    }
+    std::string text = "prefetch=[";
+    for (std::size_t i = 0; i < strategies.size(); ++i) {
+        text.append(i > 0 ? ", " : "").append(i < names.size() ? names[i] : "?").append(": ");
+        switch (strategies[i]) {
+        case ScanPrefetch::none:
+            text.append("none");
+            break;
+        case ScanPrefetch::first_lines:
+            text.append(std::to_string(lines)).append(lines == 1 ? " line" : " lines");
+            break;
+        case ScanPrefetch::whole_column:
+            text.append("whole column");
+            break;
+        }
+    }
+    text.append("]");
+    return text;
+}
+
+std::vector<const void *> scan_prefetch_lines(const PlanNode &scan, const ExecutionOptions &options,
+                                              const Fragment &fragment, std::uint32_t begin) {
+    const ScanNode node(scan, options);
+    std::vector<const void *> lines;
+    if (!node.has_prefetch()) {
+        return lines;
+    }
+    auto collect = [&](const void *line) { lines.push_back(line); };
+    node.visit_prefetch_lines(Token{const_cast<Fragment *>(&fragment), begin}, collect);
+    return lines;
+}
 
 Compiled compile_scan(Compiler &compiler, const PlanNode &node) {
     if (node.table == nullptr) {
         throw std::invalid_argument("scan without a table");
     }
-    auto &scan =
-        compiler.graph.add<ScanNode>(node.table, node.scan_columns, node.predicate, compiler.options);
+    if (!node.scan_prefetch.empty() && node.scan_prefetch.size() != node.scan_columns.size()) {
+        throw std::invalid_argument("scan: scan_prefetch needs one entry per scanned column");
+    }
+    auto &scan = compiler.graph.add<ScanNode>(node, compiler.options);
     return Compiled{scan.id(), false};
 }
 

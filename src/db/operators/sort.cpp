@@ -148,7 +148,8 @@ public:
         std::uint64_t skip = _offset;
         std::unique_ptr<Batch> batch;
         std::uint32_t filled = 0;
-        while (wanted > 0) {
+        CancelPoll poll(context); // a big merge stops early when the run is cancelled
+        while (wanted > 0 && !poll()) {
             // The smallest head; runs are few (one per worker), so a scan beats a heap.
             constexpr std::size_t none = ~std::size_t{0};
             std::size_t from = none;

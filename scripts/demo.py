@@ -408,7 +408,7 @@ def bsearch_suite(ctx):
     print(f"  bsearch: {size} sorted 32-bit integers, 2 MiB pages, 10 K lookups, G in 1,2,4,8,12,16 ...", flush=True)
     variants = "std,branchfree,gp,amac,coro,rt_coro,rt_annotated_off,rt_annotated_static,rt_annotated_dynamic"
     rows = ctx.run(driver, ["--sizes", size, "--types", "int", "--huge-pages", "on", "--lookups", "10K",
-                            "--group-sizes", "1,2,4,8,12,16", "--reps", "5", "--seed", "42",
+                            "--group-sizes", "1,2,4,8,12,16", "--reps", "9", "--seed", "42",
                             "--variants", variants], "bsearch.csv", timeout=900, quiet=False) or []
     bench = f"bsearch/type=int/size={'1024' if ctx.quick else '4096'}MiB/lookups=10000/pages=huge"
 

@@ -34,6 +34,7 @@ struct LookupDone {
     void lookup_done() noexcept {
         if (--remaining == 0) {
             finished.store(true, std::memory_order_release);
+            finished.notify_one();
         }
     }
 };
@@ -159,12 +160,10 @@ void search_on_runtime(tasking::Runtime &runtime, std::span<const Key> table, st
     MX_ASSERT(runtime.worker_count() == 1, "LookupDone counts on one worker");
     done.remaining = keys.size(); // published to the worker by the spawn below
     runtime.spawn(*runtime.new_task<Launcher<Lookup, Key>>(table, keys, out, done, batch));
-    // Poll rarely: every lookup decrements the counter, and a reader spinning on its line would
-    // pull it away from the worker on every decrement (a cross-core miss per lookup).
+    // Sleep instead of spinning: the stand-alone variants have no second thread, and a spinning
+    // one can take execution resources from the worker (the two vCPUs may share a core).
     while (!done.finished.load(std::memory_order_acquire)) {
-        for (int i = 0; i < 64; ++i) {
-            system::pause();
-        }
+        done.finished.wait(false, std::memory_order_acquire);
     }
     runtime.wait(); // the launcher's last run; returns at once
 }

@@ -28,6 +28,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../support/csv_writer.h"
+#include "../support/load_meter.h"
 #include "allocators.h"
 #include "common.h"
 
@@ -89,52 +90,6 @@ double percentile(std::vector<double> values, double p) {
     const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
     return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
-
-/// CPU time used by other processes while a benchmark ran: all CPUs' busy time from /proc/stat
-/// minus this process's CPU time. Granularity is one clock tick (usually 10 ms) per CPU.
-class LoadMeter {
-public:
-    LoadMeter() noexcept : _machine(machine_busy_seconds()), _own(own_cpu_seconds()), _wall(wall_now()) {}
-
-    struct Reading {
-        double other_cpu_seconds;
-        double own_cpu_seconds;
-        double wall_seconds;
-    };
-    [[nodiscard]] Reading read() const noexcept {
-        const double machine = machine_busy_seconds() - _machine;
-        const double own = own_cpu_seconds() - _own;
-        return Reading{std::max(0.0, machine - own), own, wall_now() - _wall};
-    }
-
-private:
-    static double wall_now() noexcept {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    }
-    static double machine_busy_seconds() noexcept {
-        std::ifstream stat{"/proc/stat"};
-        std::string label;
-        unsigned long long user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-        stat >> label >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal;
-        if (!stat || label != "cpu") {
-            return 0.0;
-        }
-        const auto ticks = static_cast<double>(user + nice + sys + irq + softirq + steal);
-        return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
-    }
-    static double own_cpu_seconds() noexcept {
-        rusage usage{};
-        getrusage(RUSAGE_SELF, &usage);
-        const auto seconds = [](const timeval &t) {
-            return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-        };
-        return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-    }
-
-    double _machine;
-    double _own;
-    double _wall;
-};
 
 double process_cpu_seconds() noexcept {
     timespec t{};

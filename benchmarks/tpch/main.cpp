@@ -50,6 +50,7 @@
 #include <mx/tasking/config.h>
 #include <mx/tasking/runtime.h>
 
+#include "../support/load_meter.h"
 #include "tpch_check.h"
 
 #ifndef MX_TPCH_QUERY_DIR
@@ -59,6 +60,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using mx::bench::LoadMeter;
 
 struct Options {
     std::string data;
@@ -128,49 +130,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-/// CPU time other processes used while we measured: the busy time of all CPUs (/proc/stat)
-/// minus this process's CPU time. One clock tick (usually 10 ms) per CPU of granularity.
-class LoadMeter {
-public:
-    LoadMeter() noexcept : _machine(machine_busy_seconds()), _own(own_cpu_seconds()) {}
-
-    struct Reading {
-        double other_cpu_seconds;
-        double own_cpu_seconds;
-        double wall_seconds;
-    };
-    [[nodiscard]] Reading read() const noexcept {
-        const double machine = machine_busy_seconds() - _machine;
-        const double own = own_cpu_seconds() - _own;
-        return Reading{std::max(0.0, machine - own), own, seconds_since(_wall)};
-    }
-
-private:
-    static double machine_busy_seconds() noexcept {
-        std::ifstream stat{"/proc/stat"};
-        std::string label;
-        unsigned long long user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-        stat >> label >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal;
-        if (!stat || label != "cpu") {
-            return 0.0;
-        }
-        return static_cast<double>(user + nice + sys + irq + softirq + steal) /
-               static_cast<double>(sysconf(_SC_CLK_TCK));
-    }
-    static double own_cpu_seconds() noexcept {
-        rusage usage{};
-        getrusage(RUSAGE_SELF, &usage);
-        const auto seconds = [](const timeval &t) {
-            return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-        };
-        return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-    }
-
-    double _machine;
-    double _own;
-    std::chrono::steady_clock::time_point _wall{std::chrono::steady_clock::now()};
-};
-
 // ---- queries and DuckDB's answers ----------------------------------------------------------------
 
 std::vector<std::string> split(const std::string &text, char separator) {
@@ -231,18 +190,6 @@ std::map<std::string, std::uint64_t> expected_rows(const std::string &data) {
     return rows;
 }
 
-std::string sql_string(const std::string &text) {
-    std::string quoted{"'"};
-    for (const char c : text) {
-        quoted.push_back(c);
-        if (c == '\'') {
-            quoted.push_back('\'');
-        }
-    }
-    quoted.push_back('\'');
-    return quoted;
-}
-
 /// Creates and fills the tables; returns the seconds it took. Throws on any problem.
 double load_tables(mx::sql::Database &db, const std::string &data, bool quiet) {
     const fs::path schema = fs::path(data) / "schema.sql";
@@ -260,7 +207,7 @@ double load_tables(mx::sql::Database &db, const std::string &data, bool quiet) {
         const std::string path = (fs::path(data) / std::string(table).append(".tbl")).string();
         const auto table_start = std::chrono::steady_clock::now();
         std::string copy{"COPY "};
-        copy.append(table).append(" FROM ").append(sql_string(path)).append(" (DELIMITER '|')");
+        copy.append(table).append(" FROM ").append(mx::sql::quote_literal(path)).append(" (DELIMITER '|')");
         const mx::sql::Result result = db.execute(copy);
         const std::string &tag = result.last().tag; // "COPY <rows>"
         const std::uint64_t rows =

@@ -83,40 +83,6 @@ std::string format_rows(double rows) {
     return text;
 }
 
-const char *join_kind_name(JoinKind kind) {
-    switch (kind) {
-    case JoinKind::inner:
-        return "inner";
-    case JoinKind::left_outer:
-        return "left outer";
-    case JoinKind::semi:
-        return "semi";
-    case JoinKind::anti:
-        return "anti";
-    }
-    return "?";
-}
-
-const char *aggregate_name(AggregateFunction function) {
-    switch (function) {
-    case AggregateFunction::count_star:
-        return "count(*)";
-    case AggregateFunction::count:
-        return "count";
-    case AggregateFunction::sum:
-        return "sum";
-    case AggregateFunction::avg:
-        return "avg";
-    case AggregateFunction::min:
-        return "min";
-    case AggregateFunction::max:
-        return "max";
-    case AggregateFunction::count_distinct:
-        return "count_distinct";
-    }
-    return "?";
-}
-
 void append_list(std::string &text, const std::vector<ExprPtr> &expressions) {
     for (std::size_t i = 0; i < expressions.size(); ++i) {
         if (i > 0) {
@@ -189,7 +155,7 @@ void describe_plan(const PlanNode &node, const ExecutionOptions &options, int de
         text.append(" [");
         for (std::size_t i = 0; i < node.aggregates.size(); ++i) {
             const AggregateSpec &spec = node.aggregates[i];
-            text.append(i > 0 ? ", " : "").append(aggregate_name(spec.function));
+            text.append(i > 0 ? ", " : "").append(aggregate_function_name(spec.function));
             if (spec.argument != nullptr) {
                 text.append("(").append(to_string(*spec.argument)).append(")");
             }

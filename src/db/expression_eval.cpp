@@ -452,21 +452,6 @@ struct CmpGreaterEqual {
     }
 };
 
-CompareOp mirror(CompareOp op) noexcept {
-    switch (op) {
-    case CompareOp::less:
-        return CompareOp::greater;
-    case CompareOp::less_equal:
-        return CompareOp::greater_equal;
-    case CompareOp::greater:
-        return CompareOp::less;
-    case CompareOp::greater_equal:
-        return CompareOp::less_equal;
-    default:
-        return op;
-    }
-}
-
 /// Compares l[i] with r[i] (or the constant r[0]) and writes a BOOLEAN or appends the row to a
 /// selection. With `Nulls`, NULL rows count as not selected; strings skip them entirely since a
 /// NULL row's StringRef may point anywhere.
@@ -861,7 +846,7 @@ bool ExprEvaluator::eval_compare(const Expr &e, Context &ctx, Rows rows, Vector 
     CompareOp op = e.compare_op();
     if (l.constant && !r.constant) {
         std::swap(l, r);
-        op = mirror(op);
+        op = mirrored(op);
     }
     const PhysicalType physical = e.child(0).type().physical();
     std::vector<std::uint8_t> combined;

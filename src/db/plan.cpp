@@ -341,4 +341,38 @@ Type aggregate_type(AggregateFunction function, const Type &argument) {
 
 } // namespace plan
 
+const char *join_kind_name(JoinKind kind) noexcept {
+    switch (kind) {
+    case JoinKind::inner:
+        return "inner";
+    case JoinKind::left_outer:
+        return "left outer";
+    case JoinKind::semi:
+        return "semi";
+    case JoinKind::anti:
+        return "anti";
+    }
+    return "?";
+}
+
+const char *aggregate_function_name(AggregateFunction function) noexcept {
+    switch (function) {
+    case AggregateFunction::count_star:
+        return "count(*)";
+    case AggregateFunction::count:
+        return "count";
+    case AggregateFunction::sum:
+        return "sum";
+    case AggregateFunction::avg:
+        return "avg";
+    case AggregateFunction::min:
+        return "min";
+    case AggregateFunction::max:
+        return "max";
+    case AggregateFunction::count_distinct:
+        return "count_distinct";
+    }
+    return "?";
+}
+
 } // namespace mx::db

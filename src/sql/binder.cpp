@@ -9,14 +9,6 @@ namespace mx::sql::detail {
 
 namespace {
 
-std::string lower(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-}
-
-bool equal_names(const std::string &a, const std::string &b) { return lower(a) == lower(b); }
-
 /// Clauses of SELECT that TunaDB does not implement, with the name users know them by.
 void reject_unsupported(const Json &select, Binder &binder) {
     static const std::pair<const char *, const char *> unsupported[] = {
@@ -54,6 +46,19 @@ std::vector<const Json *> Binder::split_and(const Json &node, int depth) {
     }
     out.push_back(&node);
     return out;
+}
+
+LogicalPtr Binder::join_and_filter(LogicalPtr tree, Block &block) {
+    for (auto &leaf : block.leaves) {
+        tree = make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
+    }
+    for (auto &semi : block.semi_joins) {
+        tree = make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
+    }
+    if (!block.where_conjuncts.empty()) {
+        tree = make_filter(std::move(tree), std::move(block.where_conjuncts));
+    }
+    return tree;
 }
 
 LogicalPtr Binder::one_row_relation() {
@@ -534,15 +539,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
 
     if (exists) {
         // EXISTS looks at rows only: the select list does not matter.
-        for (auto &leaf : block.leaves) {
-            tree = make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
-        }
-        for (auto &semi : block.semi_joins) {
-            tree = make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
-        }
-        if (!block.where_conjuncts.empty()) {
-            tree = make_filter(std::move(tree), std::move(block.where_conjuncts));
-        }
+        tree = join_and_filter(std::move(tree), block);
         if (aggregate || !sort_clause.empty() || field(select, "limitCount").is_object() ||
             field(select, "distinctClause").is_array()) {
             if (!result.correlated.empty()) {
@@ -752,15 +749,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
 
     // Assemble: FROM x scalar subqueries -> semi joins -> WHERE -> GROUP BY -> HAVING ->
     // SELECT -> DISTINCT -> ORDER BY/LIMIT.
-    for (auto &leaf : block.leaves) {
-        tree = make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
-    }
-    for (auto &semi : block.semi_joins) {
-        tree = make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
-    }
-    if (!block.where_conjuncts.empty()) {
-        tree = make_filter(std::move(tree), std::move(block.where_conjuncts));
-    }
+    tree = join_and_filter(std::move(tree), block);
     if (aggregate) {
         std::vector<db::ExprPtr> having_conjuncts;
         if (!having.is_null()) {

@@ -124,6 +124,9 @@ private:
         bool aggregate{false};
     };
 
+    /// Joins the block's scalar-subquery leaves and semi joins onto `tree` and applies WHERE.
+    static LogicalPtr join_and_filter(LogicalPtr tree, Block &block);
+
     struct Context {
         /// Where names are resolved (nullptr: no columns, e.g. LIMIT).
         Scope *scope{nullptr};

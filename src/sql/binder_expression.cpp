@@ -13,14 +13,6 @@ namespace mx::sql::detail {
 
 namespace {
 
-std::string lower(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-}
-
-bool equal_names(const std::string &a, const std::string &b) { return lower(a) == lower(b); }
-
 bool is_aggregate_name(const std::string &name) {
     return name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max";
 }

@@ -17,12 +17,7 @@ namespace mx::sql {
 namespace {
 
 using detail::Json;
-
-std::string lower(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-}
+using detail::lower;
 
 /// A SELECT compiled down to its physical plan.
 struct Compiled {
@@ -601,6 +596,18 @@ db::QueryProgress::Snapshot Database::progress() const {
         sum.total += one.total;
     }
     return sum;
+}
+
+std::string quote_literal(std::string_view text) {
+    std::string quoted{"'"};
+    for (const char c : text) {
+        quoted.push_back(c);
+        if (c == '\'') {
+            quoted.push_back('\'');
+        }
+    }
+    quoted.push_back('\'');
+    return quoted;
 }
 
 } // namespace mx::sql

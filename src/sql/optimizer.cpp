@@ -49,21 +49,6 @@ std::optional<double> as_number(const db::Value &value) {
     return std::nullopt;
 }
 
-db::CompareOp mirrored(db::CompareOp op) noexcept {
-    switch (op) {
-    case db::CompareOp::less:
-        return db::CompareOp::greater;
-    case db::CompareOp::less_equal:
-        return db::CompareOp::greater_equal;
-    case db::CompareOp::greater:
-        return db::CompareOp::less;
-    case db::CompareOp::greater_equal:
-        return db::CompareOp::less_equal;
-    default:
-        return op;
-    }
-}
-
 db::ExprPtr conjunction_of(const std::vector<db::ExprPtr> &conjuncts) {
     return conjuncts.size() == 1 ? conjuncts.front() : db::expr::logical_and(conjuncts);
 }
@@ -213,7 +198,7 @@ std::optional<double> Optimizer::range_fraction(const db::Expr &conjunct) {
     if (!column.has_value() || constant->kind() != db::ExprKind::constant) {
         column = column_of(conjunct.child(1));
         constant = &conjunct.child(0);
-        op = mirrored(op);
+        op = db::mirrored(op);
     }
     if (!column.has_value() || constant->kind() != db::ExprKind::constant) {
         return std::nullopt;
@@ -340,7 +325,7 @@ double Optimizer::selectivity(const std::vector<db::ExprPtr> &conjuncts) {
             if (!column.has_value() || constant->kind() != db::ExprKind::constant) {
                 column = column_of(conjunct->child(1));
                 constant = &conjunct->child(0);
-                op = mirrored(op);
+                op = db::mirrored(op);
             }
             if (column.has_value() && constant->kind() == db::ExprKind::constant) {
                 const auto value = as_number(constant->value());
@@ -403,61 +388,46 @@ LogicalPtr Optimizer::rewrite(LogicalPtr node) {
     }
 }
 
+void Optimizer::place_through(LogicalNode &leaf, const std::vector<db::ExprPtr> &sources,
+                              std::vector<db::ExprPtr> conjuncts, std::vector<db::ExprPtr> &above,
+                              bool keep_constants) {
+    std::map<ColumnId, ColumnId> through;
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+        if (sources[i]->kind() == db::ExprKind::column) {
+            through[leaf.output[i]] = sources[i]->column_index();
+        }
+    }
+    std::vector<db::ExprPtr> below;
+    for (auto &conjunct : conjuncts) {
+        const auto ids = columns_of(*conjunct);
+        if (!(keep_constants && ids.empty()) &&
+            std::all_of(ids.begin(), ids.end(), [&](ColumnId id) { return through.count(id) > 0; })) {
+            below.push_back(
+                db::expr::remap_columns(conjunct, [&](std::uint32_t id) { return through.at(id); }));
+        } else {
+            above.push_back(std::move(conjunct));
+        }
+    }
+    if (!below.empty()) {
+        leaf.children[0] = make_filter(std::move(leaf.children[0]), std::move(below));
+    }
+    leaf.children[0] = rewrite(std::move(leaf.children[0]));
+}
+
 LogicalPtr Optimizer::place(LogicalPtr leaf, std::vector<db::ExprPtr> conjuncts) {
     std::vector<db::ExprPtr> above;
     switch (leaf->kind) {
     case LogicalKind::get:
         leaf->conjuncts.insert(leaf->conjuncts.end(), conjuncts.begin(), conjuncts.end());
         return leaf;
-    case LogicalKind::project: {
+    case LogicalKind::project:
         // Through a projection when every referenced output is a plain column of the input.
-        std::map<ColumnId, ColumnId> through;
-        for (std::size_t i = 0; i < leaf->expressions.size(); ++i) {
-            if (leaf->expressions[i]->kind() == db::ExprKind::column) {
-                through[leaf->output[i]] = leaf->expressions[i]->column_index();
-            }
-        }
-        std::vector<db::ExprPtr> below;
-        for (auto &conjunct : conjuncts) {
-            const auto ids = columns_of(*conjunct);
-            if (std::all_of(ids.begin(), ids.end(), [&](ColumnId id) { return through.count(id) > 0; })) {
-                below.push_back(
-                    db::expr::remap_columns(conjunct, [&](std::uint32_t id) { return through.at(id); }));
-            } else {
-                above.push_back(std::move(conjunct));
-            }
-        }
-        if (!below.empty()) {
-            leaf->children[0] = make_filter(std::move(leaf->children[0]), std::move(below));
-        }
-        leaf->children[0] = rewrite(std::move(leaf->children[0]));
+        place_through(*leaf, leaf->expressions, std::move(conjuncts), above, false);
         break;
-    }
-    case LogicalKind::aggregate: {
+    case LogicalKind::aggregate:
         // Below an aggregation when the condition only reads group keys that are columns.
-        std::map<ColumnId, ColumnId> through;
-        for (std::size_t i = 0; i < leaf->groups.size(); ++i) {
-            if (leaf->groups[i]->kind() == db::ExprKind::column) {
-                through[leaf->output[i]] = leaf->groups[i]->column_index();
-            }
-        }
-        std::vector<db::ExprPtr> below;
-        for (auto &conjunct : conjuncts) {
-            const auto ids = columns_of(*conjunct);
-            if (!ids.empty() &&
-                std::all_of(ids.begin(), ids.end(), [&](ColumnId id) { return through.count(id) > 0; })) {
-                below.push_back(
-                    db::expr::remap_columns(conjunct, [&](std::uint32_t id) { return through.at(id); }));
-            } else {
-                above.push_back(std::move(conjunct));
-            }
-        }
-        if (!below.empty()) {
-            leaf->children[0] = make_filter(std::move(leaf->children[0]), std::move(below));
-        }
-        leaf->children[0] = rewrite(std::move(leaf->children[0]));
+        place_through(*leaf, leaf->groups, std::move(conjuncts), above, true);
         break;
-    }
     case LogicalKind::join: {
         // Only outer joins are leaves of a region: conditions on the preserved side go below.
         const std::set<ColumnId> left = id_set(leaf->children[0]->output);

@@ -48,6 +48,12 @@ private:
     LogicalPtr rewrite_region(LogicalPtr node);
     LogicalPtr rewrite_outer_join(LogicalPtr node);
     LogicalPtr place(LogicalPtr leaf, std::vector<db::ExprPtr> conjuncts);
+    /// place() through a projection or aggregation: conjuncts that only read outputs which are
+    /// plain input columns (`sources[i]` computes `leaf.output[i]`) go below as a filter on the
+    /// input, the rest to `above`; a conjunct without columns stays above when `keep_constants`.
+    void place_through(LogicalNode &leaf, const std::vector<db::ExprPtr> &sources,
+                       std::vector<db::ExprPtr> conjuncts, std::vector<db::ExprPtr> &above,
+                       bool keep_constants);
     void choose_keys(LogicalNode &join);
     void estimate(LogicalNode &node);
     void decide(LogicalNode &node);

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <exception>
@@ -303,6 +304,12 @@ std::string string_value(const Json &node) {
         return string_field(node_body(node), "sval");
     }
     return {};
+}
+
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
 }
 
 } // namespace detail

@@ -63,4 +63,10 @@ inline constexpr std::size_t max_text_bytes = std::size_t{4} << 20U;
 /// The text of a {"String": {"sval": ...}} node ("" otherwise).
 [[nodiscard]] std::string string_value(const Json &node);
 
+/// SQL names are case-insensitive (unquoted, PostgreSQL folds them to lower case).
+[[nodiscard]] std::string lower(std::string text);
+[[nodiscard]] inline bool equal_names(const std::string &a, const std::string &b) {
+    return lower(a) == lower(b);
+}
+
 } // namespace mx::sql::detail

@@ -43,19 +43,6 @@ constexpr std::pair<JoinStrategy, bool> configurations[] = {{JoinStrategy::non_p
                                                             {JoinStrategy::radix_partitioned, false},
                                                             {JoinStrategy::automatic, false}};
 
-const char *kind_name(JoinKind kind) {
-    switch (kind) {
-    case JoinKind::inner:
-        return "inner";
-    case JoinKind::left_outer:
-        return "left";
-    case JoinKind::semi:
-        return "semi";
-    case JoinKind::anti:
-        return "anti";
-    }
-    return "?";
-}
 const char *strategy_name(JoinStrategy strategy) {
     switch (strategy) {
     case JoinStrategy::non_partitioned:
@@ -254,7 +241,7 @@ protected:
             // The Bloom filter only exists for builds of at least 1024 rows.
             for (const auto &[strategy, bloom] : configurations) {
                 {
-                    SCOPED_TRACE(std::string(kind_name(kind)) + " " + strategy_name(strategy) +
+                    SCOPED_TRACE(std::string(mx::db::join_kind_name(kind)) + " " + strategy_name(strategy) +
                                  (bloom ? " bloom" : " no-bloom"));
                     const PlanPtr plan = make_plan(c, probe_table, build_table, kind);
                     ExecutionOptions options;
@@ -573,7 +560,7 @@ TEST_P(HashJoinTest, LargeInputsSpanManyBatchesAndPartitions) {
         }
         std::sort(expected.begin(), expected.end());
         for (const JoinStrategy strategy : all_strategies) {
-            SCOPED_TRACE(std::string(kind_name(kind)) + " " + strategy_name(strategy));
+            SCOPED_TRACE(std::string(mx::db::join_kind_name(kind)) + " " + strategy_name(strategy));
             ExecutionOptions options;
             options.morsel_rows = 1000;
             options.join.strategy = strategy;

@@ -20,6 +20,7 @@
 #include <readline/readline.h>
 
 #include "format.h"
+#include "tpch_check.h"
 
 #ifndef MX_SOURCE_DIR
 #error "MX_SOURCE_DIR must name the source tree (scripts/tpch.py, build/venv)"
@@ -28,9 +29,6 @@
 namespace tunadb {
 
 namespace {
-constexpr std::array tpch_tables{"region", "nation",   "supplier", "customer",
-                                 "part",   "partsupp", "orders",   "lineitem"};
-
 std::string_view trim(std::string_view text) noexcept {
     const auto begin = text.find_first_not_of(" \t\r\n");
     if (begin == std::string_view::npos) {
@@ -50,18 +48,6 @@ std::string place(std::string_view origin, std::uint32_t line, std::uint32_t col
         out << ", column " << column;
     }
     return out.str();
-}
-
-std::string quote_literal(std::string_view text) {
-    std::string quoted{"'"};
-    for (const char c : text) {
-        quoted.push_back(c);
-        if (c == '\'') {
-            quoted.push_back('\'');
-        }
-    }
-    quoted.push_back('\'');
-    return quoted;
 }
 
 /// Line and column just after `text`, which starts at (line, column).
@@ -304,13 +290,13 @@ bool Session::load_tpch(std::string_view scale_factor) {
     _quiet = true;
     bool ok = run_text(schema.str(), schema_path);
     std::uint64_t rows = 0;
-    for (const char *table : tpch_tables) {
+    for (const char *table : mx::tpch::tables) {
         if (!ok) {
             break;
         }
         const auto path = (dir / (std::string{table} + ".tbl")).string();
         std::string copy{"COPY "};
-        copy.append(table).append(" FROM ").append(quote_literal(path));
+        copy.append(table).append(" FROM ").append(mx::sql::quote_literal(path));
         ok = run_piece(Piece{copy, 1, 1, 1}, "tpch");
         if (const auto loaded = _database.catalog().find(table); ok && loaded != nullptr) {
             rows += loaded->row_count();

@@ -74,6 +74,21 @@ enum class ExprKind : std::uint8_t {
 
 enum class ArithmeticOp : std::uint8_t { add, subtract, multiply, divide, modulo };
 enum class CompareOp : std::uint8_t { equal, not_equal, less, less_equal, greater, greater_equal };
+/// The operator that gives the same answer with the operands swapped (a < b  <=>  b > a).
+[[nodiscard]] constexpr CompareOp mirrored(CompareOp op) noexcept {
+    switch (op) {
+    case CompareOp::less:
+        return CompareOp::greater;
+    case CompareOp::less_equal:
+        return CompareOp::greater_equal;
+    case CompareOp::greater:
+        return CompareOp::less;
+    case CompareOp::greater_equal:
+        return CompareOp::less_equal;
+    default:
+        return op;
+    }
+}
 enum class DatePart : std::uint8_t { year, month, day };
 
 /// Calendar interval of an INTERVAL literal: months are added first (clamping the day to the end

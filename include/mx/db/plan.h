@@ -116,4 +116,9 @@ namespace plan {
 [[nodiscard]] Type aggregate_type(AggregateFunction function, const Type &argument);
 } // namespace plan
 
+/// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
+/// "anti"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct".
+[[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;
+[[nodiscard]] const char *aggregate_function_name(AggregateFunction function) noexcept;
+
 } // namespace mx::db

@@ -284,14 +284,11 @@ private:
         std::size_t heads = 0;
         for (std::size_t p = 0; p < _partitions; ++p) {
             std::size_t size = 0;
+            _builds_left[p] = 0;
             for (const Producer &producer : _build_producers) {
                 size += producer.counts[p];
+                _builds_left[p] += producer.emitted[p];
             }
-            std::uint32_t fragments = 0;
-            for (const Producer &producer : _build_producers) {
-                fragments += producer.emitted[p];
-            }
-            _builds_left[p] = fragments;
             _partition_offsets[p] = offset;
             _table_ready[p] = 0;
             _tables[p] = PartitionHashTable{};

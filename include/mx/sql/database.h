@@ -160,4 +160,8 @@ private:
     std::vector<Running> _running;
 };
 
+/// `text` as an SQL string literal: in single quotes, each quote doubled (e.g. a file path for
+/// COPY ... FROM).
+[[nodiscard]] std::string quote_literal(std::string_view text);
+
 } // namespace mx::sql

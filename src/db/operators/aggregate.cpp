@@ -270,26 +270,6 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
     return true;
 }
 
-const char *function_name(AggregateFunction function) noexcept {
-    switch (function) {
-    case AggregateFunction::count_star:
-        return "count_star";
-    case AggregateFunction::count:
-        return "count";
-    case AggregateFunction::sum:
-        return "sum";
-    case AggregateFunction::avg:
-        return "avg";
-    case AggregateFunction::min:
-        return "min";
-    case AggregateFunction::max:
-        return "max";
-    case AggregateFunction::count_distinct:
-        return "count_distinct";
-    }
-    return "?";
-}
-
 class AggregateNode final : public BatchNode {
 public:
     AggregateNode(const PlanNode &plan, std::uint32_t batch_rows)
@@ -540,11 +520,10 @@ public:
             if (a > 0) {
                 text.append(", ");
             }
-            text.append(function_name(_aggregates[a].function)).append("(");
+            text.append(aggregate_function_name(_aggregates[a].function));
             if (_aggregates[a].argument != nullptr) {
-                text.append(to_string(*_aggregates[a].argument));
+                text.append("(").append(to_string(*_aggregates[a].argument)).append(")");
             }
-            text.append(")");
         }
         text.append("]");
         return text;

@@ -74,20 +74,6 @@ bool same_key_type(const Type &a, const Type &b) noexcept {
     return a_date == b_date;
 }
 
-const char *kind_name(JoinKind kind) noexcept {
-    switch (kind) {
-    case JoinKind::inner:
-        return "inner";
-    case JoinKind::left_outer:
-        return "left outer";
-    case JoinKind::semi:
-        return "semi";
-    case JoinKind::anti:
-        return "anti";
-    }
-    return "?";
-}
-
 const char *strategy_name(JoinStrategy strategy) noexcept {
     switch (strategy) {
     case JoinStrategy::automatic:
@@ -405,7 +391,7 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
     spec.partition_bits = join::choose_partition_bits(build, spec.build_layout.size, tuning);
 
     std::ostringstream text;
-    text << join::kind_name(spec.kind) << ", keys=";
+    text << join_kind_name(spec.kind) << ", keys=";
     for (std::size_t k = 0; k < spec.probe_keys.size(); ++k) {
         text << (k == 0 ? "" : ", ") << to_string(*spec.probe_keys[k]) << " = "
              << to_string(*spec.build_keys[k]);

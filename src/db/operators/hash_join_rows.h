@@ -32,24 +32,17 @@
 #include <mx/db/vector.h>
 #include <mx/util/assert.h>
 
+#include "cells.h"
+
 namespace mx::db::detail::join {
 
 // ---------------------------------------------------------------------------------------------
 // Hashing. Partitions use the top bits of a hash, buckets the low bits and the Bloom filter bits
 // 8..43, so the function must spread every bit: murmur3's finalizer for fixed-width values and
-// a word-at-a-time multiply-rotate loop for strings.
-
-[[nodiscard]] inline std::uint64_t mix64(std::uint64_t x) noexcept {
-    x ^= x >> 33U;
-    x *= 0xFF51AFD7ED558CCDULL;
-    x ^= x >> 33U;
-    x *= 0xC4CEB9FE1A85EC53ULL;
-    x ^= x >> 33U;
-    return x;
-}
+// a word-at-a-time multiply-rotate loop for strings. The finalizer is cells.h's mix_hash.
 
 [[nodiscard]] inline std::uint64_t hash_value(std::int64_t value) noexcept {
-    return mix64(static_cast<std::uint64_t>(value) ^ 0x5851F42D4C957F2DULL);
+    return mix_hash(static_cast<std::uint64_t>(value) ^ 0x5851F42D4C957F2DULL);
 }
 [[nodiscard]] inline std::uint64_t hash_value(std::uint8_t value) noexcept {
     return hash_value(static_cast<std::int64_t>(value));
@@ -57,19 +50,9 @@ namespace mx::db::detail::join {
 [[nodiscard]] inline std::uint64_t hash_value(Int128 value) noexcept {
     const auto low = static_cast<std::uint64_t>(value);
     const auto high = static_cast<std::uint64_t>(value >> 64); // arithmetic shift: sign bits, fine
-    return mix64(low ^ mix64(high + 0x9E3779B97F4A7C15ULL));
+    return mix_hash(low ^ mix_hash(high + 0x9E3779B97F4A7C15ULL));
 }
-/// -0.0 equals 0.0 and every NaN equals every NaN (DuckDB's rules for grouping and joining), so
-/// they must hash alike.
-[[nodiscard]] inline double normalize_double(double value) noexcept {
-    if (value == 0.0) {
-        return 0.0;
-    }
-    if (std::isnan(value)) {
-        return std::numeric_limits<double>::quiet_NaN();
-    }
-    return value;
-}
+// Keys equal under DuckDB's rules (-0.0 and 0.0; all NaNs) hash alike: cells.h's normalize_double.
 [[nodiscard]] inline std::uint64_t hash_value(double value) noexcept {
     return hash_value(std::bit_cast<std::int64_t>(normalize_double(value)));
 }
@@ -89,11 +72,11 @@ namespace mx::db::detail::join {
         std::memcpy(&word, bytes, remaining);
         h = std::rotl(h ^ (word * 0xC2B2AE3D27D4EB4FULL), 31) * 0x9E3779B97F4A7C15ULL;
     }
-    return mix64(h);
+    return mix_hash(h);
 }
 /// Folds the hash of the next key column into the hash of the previous ones.
 [[nodiscard]] inline std::uint64_t combine_hash(std::uint64_t seed, std::uint64_t next) noexcept {
-    return mix64(seed * 0x9E3779B97F4A7C15ULL + next);
+    return mix_hash(seed * 0x9E3779B97F4A7C15ULL + next);
 }
 
 [[nodiscard]] inline bool keys_equal(std::int64_t a, std::int64_t b) noexcept { return a == b; }

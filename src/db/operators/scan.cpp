@@ -72,21 +72,6 @@ bool zone_may_match(const ZoneMap &zone, std::uint32_t fragment_rows, CompareOp 
     return true;
 }
 
-CompareOp mirror(CompareOp op) noexcept {
-    switch (op) {
-    case CompareOp::less:
-        return CompareOp::greater;
-    case CompareOp::less_equal:
-        return CompareOp::greater_equal;
-    case CompareOp::greater:
-        return CompareOp::less;
-    case CompareOp::greater_equal:
-        return CompareOp::less_equal;
-    default:
-        return op;
-    }
-}
-
 /// Calls visit(line) for every cache line (line-aligned address) of [data, data + bytes), at
 /// most `limit` of them from the front.
 template <class Visit>
@@ -257,7 +242,7 @@ private:
         }
         if (right.kind() == ExprKind::column && left.kind() == ExprKind::constant) {
             return zone_may_match(fragment.zone_map(_columns.at(right.column_index())), fragment.size(),
-                                  mirror(predicate.compare_op()), left.value());
+                                  mirrored(predicate.compare_op()), left.value());
         }
         return true;
     }

@@ -207,7 +207,11 @@ using Clock = std::chrono::steady_clock;
 struct Variant {
     std::string name;  // family: gp, amac, coro, ...
     std::size_t group; // 0 for sequential variants
-    std::function<void(std::span<std::size_t>)> run;
+    /// Runs the lookups; returns when the last one finished (for the runtime variants the
+    /// worker's clock reading, not the moment the sleeping caller noticed).
+    std::function<Clock::time_point(std::span<std::size_t>)> run;
+    /// Untimed, right before the clock starts: the runtime variants wake their worker here.
+    std::function<void()> prepare;
     std::vector<double> ns_per_lookup;
     [[nodiscard]] std::string label() const {
         return group == 0 ? name : name + "/g=" + std::to_string(group);
@@ -271,9 +275,22 @@ void run_size(const Options &options, const std::string &type, std::size_t bytes
             return std::find(options.variants.begin(), options.variants.end(), name) !=
                    options.variants.end();
         };
-        auto add = [&](const std::string &name, std::size_t group, auto run) {
-            if (wanted(name) || name == "branchfree") {
-                variants.push_back(Variant{name, group, run, {}});
+        auto add = [&](const std::string &name, std::size_t group, auto run,
+                       std::function<void()> prepare = {}) {
+            if (!wanted(name) && name != "branchfree") {
+                return;
+            }
+            if constexpr (std::is_void_v<std::invoke_result_t<decltype(run), std::span<std::size_t>>>) {
+                variants.push_back(Variant{name,
+                                           group,
+                                           [run](std::span<std::size_t> out) {
+                                               run(out);
+                                               return Clock::now();
+                                           },
+                                           std::move(prepare),
+                                           {}});
+            } else {
+                variants.push_back(Variant{name, group, run, std::move(prepare), {}});
             }
         };
         add("std", 0, [=](std::span<std::size_t> out) { search_std(table, keys, out); });
@@ -290,30 +307,42 @@ void run_size(const Options &options, const std::string &type, std::size_t bytes
             // Coroutine tasks on the runtime: the worker's group of G parked tasks.
             if (wanted("rt_coro")) {
                 auto runtime = make_search_runtime(static_cast<std::uint16_t>(g), 0, false);
-                add("rt_coro", g, [=](std::span<std::size_t> out) {
-                    search_on_runtime<CoroutineLookup<Key>>(*runtime, table, keys, out, 4 * g);
-                });
+                add(
+                    "rt_coro", g,
+                    [=](std::span<std::size_t> out) {
+                        return search_on_runtime<CoroutineLookup<Key>>(*runtime, table, keys, out, 4 * g);
+                    },
+                    [=] { wake_worker(*runtime); });
             }
             // Annotated tasks with a static prefetch distance of g tasks.
             if (wanted("rt_annotated_static")) {
                 auto runtime = make_search_runtime(1, static_cast<std::uint32_t>(g), false);
-                add("rt_annotated_static", g, [=](std::span<std::size_t> out) {
-                    search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
-                });
+                add(
+                    "rt_annotated_static", g,
+                    [=](std::span<std::size_t> out) {
+                        return search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
+                    },
+                    [=] { wake_worker(*runtime); });
             }
         }
         // Annotated tasks without prefetching, and with the dynamic distance.
         if (wanted("rt_annotated_off")) {
             auto runtime = make_search_runtime(1, 0, false);
-            add("rt_annotated_off", 0, [=](std::span<std::size_t> out) {
-                search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
-            });
+            add(
+                "rt_annotated_off", 0,
+                [=](std::span<std::size_t> out) {
+                    return search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
+                },
+                [=] { wake_worker(*runtime); });
         }
         if (wanted("rt_annotated_dynamic")) {
             auto runtime = make_search_runtime(1, 0, true);
-            add("rt_annotated_dynamic", 0, [=](std::span<std::size_t> out) {
-                search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
-            });
+            add(
+                "rt_annotated_dynamic", 0,
+                [=](std::span<std::size_t> out) {
+                    return search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
+                },
+                [=] { wake_worker(*runtime); });
         }
 
         std::vector<std::size_t> expected(lookups);
@@ -324,9 +353,12 @@ void run_size(const Options &options, const std::string &type, std::size_t bytes
                 // Rotate the order per repetition, so no variant always follows the same one.
                 Variant &variant = variants[(k + rep) % variants.size()];
                 std::fill(out.begin(), out.end(), ~std::size_t{0});
+                if (variant.prepare) {
+                    variant.prepare();
+                }
                 const auto begin = Clock::now();
-                variant.run(std::span(out));
-                const double ns = std::chrono::duration<double, std::nano>(Clock::now() - begin).count();
+                const auto end = variant.run(std::span(out));
+                const double ns = std::chrono::duration<double, std::nano>(end - begin).count();
                 for (std::size_t i = 0; i < lookups; ++i) {
                     if (out[i] != expected[i]) {
                         std::fprintf(

@@ -7,9 +7,11 @@
 //   probe's address as its prefetch hint and returns itself as successor; the worker prefetches
 //   the hint of the task d positions ahead in its buffer (compare: the same with prefetching off).
 // Lookups are issued from inside the runtime in batches by a low-priority launcher task, so
-// spawning from outside is not measured; completion is a counter the caller spins on.
+// spawning from outside is not measured; the worker records when the last lookup finished and
+// then wakes the sleeping caller.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -28,11 +30,14 @@ namespace mx::bench::bsearch {
 struct LookupDone {
     /// Written and read only by the worker running the lookups (set by the caller before spawn).
     alignas(system::cache_line_size) std::size_t remaining{0};
-    /// Written once by the worker (last lookup), read by the polling caller.
-    alignas(system::cache_line_size) std::atomic<bool> finished{false};
+    /// Written once by the worker (last lookup), read by the caller once `finished` is set.
+    alignas(system::cache_line_size) std::chrono::steady_clock::time_point finished_at{};
+    /// Written once by the worker (last lookup), read by the waiting caller.
+    std::atomic<bool> finished{false};
 
     void lookup_done() noexcept {
         if (--remaining == 0) {
+            finished_at = std::chrono::steady_clock::now();
             finished.store(true, std::memory_order_release);
             finished.notify_one();
         }
@@ -47,16 +52,18 @@ public:
 
 protected:
     coro::Coroutine<> body(tasking::TaskContext &) noexcept override {
+        const std::span<const Key> table = _table;
+        const Key key = _key;
         std::size_t low = 0;
-        std::size_t size = _table.size();
+        std::size_t size = table.size();
         while (size > 1) {
             const std::size_t half = size / 2;
             const std::size_t probe = low + half;
-            low = select_probe(key_less(co_await coro::load<coro::Interleaved>(_table[probe]), _key), probe,
-                               low);
+            low =
+                select_probe(key_less(co_await coro::load<coro::Interleaved>(table[probe]), key), probe, low);
             size -= half;
         }
-        if (size == 1 && key_less(_table[low], _key)) {
+        if (size == 1 && key_less(table[low], key)) {
             ++low;
         }
         *_out = low;
@@ -150,12 +157,24 @@ inline std::shared_ptr<tasking::Runtime> make_search_runtime(std::uint16_t group
     return std::make_shared<tasking::Runtime>(config);
 }
 
+/// An idle worker spins for RuntimeConfig::idle_spin_cycles, then sleeps in the kernel; waking
+/// a sleeping vCPU took 50-150 us per run on the test VM, a constant that the stand-alone loops
+/// (no second thread) do not pay. Called untimed right before a run: the worker is then still
+/// spinning when the run's launcher arrives.
+inline void wake_worker(tasking::Runtime &runtime) {
+    runtime.spawn([]() noexcept {});
+    runtime.wait();
+}
+
+/// Runs the lookups; returns the worker's clock reading when the last one finished (the caller
+/// sleeps meanwhile and wakes up later than that).
 template <class Lookup, class Key>
-void search_on_runtime(tasking::Runtime &runtime, std::span<const Key> table, std::span<const Key> keys,
-                       std::span<std::size_t> out, std::size_t batch) {
+std::chrono::steady_clock::time_point search_on_runtime(tasking::Runtime &runtime, std::span<const Key> table,
+                                                        std::span<const Key> keys, std::span<std::size_t> out,
+                                                        std::size_t batch) {
     LookupDone done;
     if (keys.empty()) {
-        return;
+        return std::chrono::steady_clock::now();
     }
     MX_ASSERT(runtime.worker_count() == 1, "LookupDone counts on one worker");
     done.remaining = keys.size(); // published to the worker by the spawn below
@@ -166,6 +185,7 @@ void search_on_runtime(tasking::Runtime &runtime, std::span<const Key> table, st
         done.finished.wait(false, std::memory_order_acquire);
     }
     runtime.wait(); // the launcher's last run; returns at once
+    return done.finished_at;
 }
 
 } // namespace mx::bench::bsearch

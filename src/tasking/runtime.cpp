@@ -343,32 +343,80 @@ void Worker::park(Task &task) noexcept {
             _configured_group_size != 0 ? _configured_group_size : default_coroutine_group_size();
         _group.assign(_group_capacity, nullptr);
         _group_handles.assign(_group_capacity, {});
+        _group_holes.reserve(_group_capacity);
+    }
+    // The newest hole is the slot resumed last (the cursor just passed it): taking it puts the
+    // newcomer at the end of the round. Without holes (the group is filling up) the cursor is
+    // still at slot 0 and the end of the used slots is the end of the round as well.
+    std::uint32_t slot = _group_slots;
+    if (!_group_holes.empty()) {
+        slot = _group_holes.back();
+        _group_holes.pop_back();
+    } else {
+        ++_group_slots;
     }
     // Only CoroutineTask returns TaskResult::suspend().
-    _group_handles[_group_size] = static_cast<CoroutineTask &>(task).handle();
-    _group[_group_size++] = &task;
-    while (_group_size >= _group_capacity) {
-        resume_group_round();
+    _group_handles[slot] = static_cast<CoroutineTask &>(task).handle();
+    _group[slot] = &task;
+    if (++_group_size < _group_capacity) {
+        return;
     }
+    // Full, so no holes: resume round-robin from the cursor until one finishes. This loop is
+    // the interleaving itself (one pass per load); it keeps its state in registers and leaves
+    // the group's fields alone until a task is done: a coroutine body cannot park or resume
+    // tasks, only spawn them.
+    Task *const *const group = _group.data();
+    const std::coroutine_handle<> *const handles = _group_handles.data();
+    const std::uint32_t slots = _group_slots;
+    std::uint32_t cursor = _group_cursor;
+    while (true) {
+        _running = group[cursor];
+        handles[cursor].resume();
+        if (handles[cursor].done()) [[unlikely]] {
+            break;
+        }
+        cursor = cursor + 1 == slots ? 0 : cursor + 1;
+    }
+    _group_cursor = cursor + 1 == slots ? 0 : cursor + 1;
+    retire_group_member(cursor);
+}
+
+void Worker::resume_group_next() noexcept {
+    MX_ASSERT(_group_size > 0, "resuming an empty coroutine group");
+    std::uint32_t slot = _group_cursor;
+    while (_group[slot] == nullptr) {
+        slot = slot + 1 == _group_slots ? 0 : slot + 1;
+    }
+    _group_cursor = slot + 1 == _group_slots ? 0 : slot + 1;
+    Task &task = *_group[slot];
+    _running = &task;
+    _group_handles[slot].resume();
+    if (!_group_handles[slot].done()) [[likely]] {
+        _running = nullptr;
+        return;
+    }
+    retire_group_member(slot);
+}
+
+void Worker::retire_group_member(std::uint32_t slot) noexcept {
+    Task &task = *_group[slot];
+    _group[slot] = nullptr;
+    if (--_group_size == 0) {
+        _group_slots = 0;
+        _group_cursor = 0;
+        _group_holes.clear();
+    } else {
+        _group_holes.push_back(slot);
+    }
+    // Finished: execute() releases the frame and yields the task's result.
+    TaskContext context{*this};
+    const TaskResult result = task.execute(context);
+    complete(task, result);
 }
 
 void Worker::resume_group_round() noexcept {
-    for (std::uint32_t i = 0; i < _group_size;) {
-        Task &task = *_group[i];
-        _running = &task;
-        _group_handles[i].resume();
-        if (!_group_handles[i].done()) [[likely]] {
-            _running = nullptr;
-            ++i;
-            continue;
-        }
-        // Finished: execute() releases the frame and yields the task's result.
-        TaskContext context{*this};
-        const TaskResult result = task.execute(context);
-        --_group_size;
-        _group[i] = _group[_group_size];
-        _group_handles[i] = _group_handles[_group_size];
-        complete(task, result);
+    for (std::uint32_t remaining = _group_size; remaining > 0 && _group_size > 0; --remaining) {
+        resume_group_next();
     }
 }
 
@@ -561,9 +609,14 @@ void Worker::drain() noexcept {
     for (; _buffer_position < _buffer_size; ++_buffer_position) {
         discard(_buffer[_buffer_position]);
     }
-    for (; _group_size > 0; --_group_size) {
-        discard(_group[_group_size - 1]);
+    for (std::uint32_t slot = 0; slot < _group_slots; ++slot) {
+        if (_group[slot] != nullptr) {
+            discard(_group[slot]);
+            _group[slot] = nullptr;
+        }
     }
+    _group_size = _group_slots = _group_cursor = 0;
+    _group_holes.clear();
     _buffer_size = _buffer_position = 0;
     while (true) {
         const std::uint32_t count =

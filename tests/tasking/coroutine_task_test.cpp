@@ -187,6 +187,88 @@ TEST(CoroutineTask, StopDestroysParkedTasks) {
     EXPECT_EQ(runtime.live_tasks(), 0U);
 }
 
+/// Logs its id at the start and after every resume; suspends `steps` times.
+class Recorder final : public CoroutineTask {
+public:
+    Recorder(int id, int steps, std::vector<int> &log) noexcept : _id(id), _steps(steps), _log(&log) {}
+
+protected:
+    mx::coro::Coroutine<> body(TaskContext &) noexcept override {
+        static const int anchor = 0;
+        _log->push_back(_id);
+        for (int step = 0; step < _steps; ++step) {
+            co_await mx::coro::prefetch<mx::coro::Interleaved>(&anchor);
+            _log->push_back(_id);
+        }
+    }
+
+private:
+    int _id;
+    int _steps;
+    std::vector<int> *_log; // written by the one worker only
+};
+
+TEST(CoroutineTask, ParkedTasksResumeRoundRobinWithTheNewcomerLast) {
+    // While the group is full, every other member of the group is resumed exactly once between
+    // two steps of a task, so the task's prefetch has G - 1 other steps to complete: between two
+    // entries of one task the log holds G - 1 resumes plus the starts of newcomers that took the
+    // place of finished tasks (they go to the end of the round, as in mx::coro::interleave).
+    constexpr int group = 4;
+    constexpr int tasks = 60;
+    RuntimeConfig config;
+    config.workers = 1;
+    config.coroutine_group_size = group;
+    Runtime runtime{config};
+    std::vector<int> log;
+    log.reserve(4096);
+    std::mt19937 random{5};
+    std::vector<int> steps(tasks);
+    for (int &s : steps) {
+        s = 1 + static_cast<int>(random() % 9);
+    }
+    // Spawned from a task, so all are queued before the worker takes the first one.
+    runtime.spawn([&](TaskContext &context) noexcept {
+        for (int id = 0; id < tasks; ++id) {
+            context.spawn(*context.new_task<Recorder>(id, steps[static_cast<std::size_t>(id)], log));
+        }
+        return TaskResult::remove();
+    });
+    runtime.wait();
+    std::vector<int> entries(tasks, 0);
+    for (const int id : log) {
+        ++entries[static_cast<std::size_t>(id)];
+    }
+    for (int id = 0; id < tasks; ++id) {
+        ASSERT_EQ(entries[static_cast<std::size_t>(id)], steps[static_cast<std::size_t>(id)] + 1)
+            << "task " << id;
+    }
+    // Up to the start of the last task the pool never runs dry, so the group stays full.
+    const auto last_start =
+        static_cast<std::size_t>(std::find(log.begin(), log.end(), tasks - 1) - log.begin());
+    std::vector<std::size_t> previous(tasks, log.size());
+    std::vector<std::size_t> starts_before(log.size() + 1, 0); // starts among entries [0, i)
+    for (std::size_t i = 0; i < log.size(); ++i) {
+        const auto id = static_cast<std::size_t>(log[i]);
+        starts_before[i + 1] = starts_before[i] + (previous[id] == log.size() ? 1 : 0);
+        previous[id] = i;
+    }
+    std::fill(previous.begin(), previous.end(), log.size());
+    std::size_t checked = 0;
+    for (std::size_t i = 0; i <= last_start; ++i) {
+        const auto id = static_cast<std::size_t>(log[i]);
+        if (previous[id] != log.size() && previous[id] >= static_cast<std::size_t>(group)) {
+            const std::size_t resumes_between =
+                i - previous[id] - 1 - (starts_before[i] - starts_before[previous[id] + 1]);
+            EXPECT_EQ(resumes_between, static_cast<std::size_t>(group - 1))
+                << "task " << id << " at entry " << i << " of " << ::testing::PrintToString(log);
+            ++checked;
+        }
+        previous[id] = i;
+    }
+    EXPECT_GT(checked, 100U);
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
 TEST(CoroutineTask, GroupSizeFollowsTheModel) {
     using mx::tasking::coroutine_group_size;
     // G = ceil((stall - switch) / (compute + switch)) + 1

@@ -180,6 +180,10 @@ private:
     void complete(Task &task, const TaskResult &result) noexcept;
     /// A coroutine task suspended: keep it in the group; while the group is full, resume it.
     void park(Task &task) noexcept;
+    /// Resumes the parked coroutine task at the cursor; a finished one leaves a hole.
+    void resume_group_next() noexcept;
+    /// The coroutine in `slot` finished: its slot becomes a hole, the task completes.
+    void retire_group_member(std::uint32_t slot) noexcept;
     /// Resumes every parked coroutine task once; finished ones leave the group.
     void resume_group_round() noexcept;
     void execute_sampled(Task &task) noexcept;
@@ -241,14 +245,22 @@ private:
     };
     std::array<TypeSample, 64> _type_samples{};
     std::uint32_t _sample_countdown{32};
-    // Suspended coroutine tasks (interleaved execution), resumed round-robin.
+    // Suspended coroutine tasks (interleaved execution), resumed round-robin from a cursor. A
+    // task that finishes leaves a hole (nullptr) that the next parked task fills, so the newcomer
+    // is resumed after all the others, as the stand-alone interleave() does: every coroutine
+    // then gets G - 1 other resumes between its prefetch and its load. (Moving the last member
+    // into the hole and restarting the round at slot 0 resumed some members only a few steps
+    // after their prefetch.)
     std::vector<Task *> _group;
     std::vector<std::coroutine_handle<>> _group_handles; // resumed directly: no virtual call per step
+    std::vector<std::uint32_t> _group_holes;             // free slots below _group_slots, newest last
     std::uint32_t _group_capacity{0}; // 0 until the first suspension (then config or model)
-    std::uint32_t _group_size{0};
-    Task *_running{nullptr};         // task in execute(), for epoch inheritance
-    std::uint8_t _local_epoch{0};    // global epoch mod buckets, refreshed per buffer
-    bool _in_optimistic_read{false}; // spawning then is a bug (the read may be repeated)
+    std::uint32_t _group_size{0};     // parked tasks
+    std::uint32_t _group_slots{0};    // slots in use, parked tasks and holes
+    std::uint32_t _group_cursor{0};   // slot resumed next
+    Task *_running{nullptr};          // task in execute(), for epoch inheritance
+    std::uint8_t _local_epoch{0};     // global epoch mod buckets, refreshed per buffer
+    bool _in_optimistic_read{false};  // spawning then is a bug (the read may be repeated)
     std::uint32_t _tasks_since_epoch_check{0};
     bool _reclaim_pending{false};
     std::vector<std::byte> _optimistic_scratch;

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -36,6 +38,7 @@ struct Variant {
     bool combining;
     std::uint32_t capacity;
     bool fuse_probe{true};
+    std::uint32_t fragments_per_chunk{mx::join::MicroJoinConfig{}.fragments_per_chunk};
 };
 
 std::vector<Variant> all_variants(const std::vector<std::uint32_t> &capacities) {
@@ -53,18 +56,28 @@ std::vector<Variant> all_variants(const std::vector<std::uint32_t> &capacities) 
         variants.push_back({name + "_nowc", true, 0, false, capacity, true});
         variants.push_back({name + "_phased", true, 0, true, capacity, false});
         variants.push_back({name + "_nowc_phased", true, 0, false, capacity, false});
+        // Every fragment from the producer's counter, scattered among all partitions.
+        variants.push_back({name + "_scattered", true, 0, true, capacity, true, 1});
     }
     return variants;
 }
 
 bool is_ablation(const Variant &variant) {
-    return variant.micro && (!variant.combining || !variant.fuse_probe);
+    return variant.micro && (!variant.combining || !variant.fuse_probe ||
+                             variant.fragments_per_chunk != mx::join::MicroJoinConfig{}.fragments_per_chunk);
 }
 
 double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const std::size_t n = values.size();
     return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+}
+
+std::size_t physical_memory_bytes() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page_size = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size)
+                                      : std::size_t{8} << 30U;
 }
 
 double tsc_per_ns() {
@@ -131,7 +144,8 @@ int main(int argc, char **argv) {
                          [&](const Variant &variant) { return variant.name == name; })) {
             std::cerr << "mx_bench_join: unknown variant '" << name
                       << "' (classic_1pass, classic_1pass_swwcb, "
-                      << "classic_2pass, classic_2pass_swwcb, micro_<capacity>[_nowc][_phased] for each "
+                      << "classic_2pass, classic_2pass_swwcb, micro_<capacity>[_nowc][_phased], "
+                         "micro_<capacity>_scattered for each "
                       << "--fragment-capacities)\n";
             return 2;
         }
@@ -166,32 +180,52 @@ int main(int argc, char **argv) {
         config.prefetch_distance = prefetch_distance;
         std::unique_ptr<mx::tasking::Runtime> runtime;
         for (unsigned bits = min_bits; bits <= max_bits; ++bits) {
-            for (const Variant &variant : variants) {
-                std::vector<double> partition_ms;
-                std::vector<double> build_ms;
-                std::vector<double> probe_ms;
-                std::vector<double> join_ms;
-                std::vector<double> total_ms;
-                std::vector<double> cycles;
+            // Repetitions interleave the variants (rep 0 of each, rep 1 of each, ...), so a slow
+            // phase of this shared machine hits all of them alike. Every join keeps its buffers
+            // across repetitions when they all fit in half the memory; otherwise each run builds
+            // its join anew (untimed: allocation and pre-faulting happen in the constructor).
+            struct Measured {
+                const Variant *variant;
                 std::unique_ptr<mx::join::ClassicRadixJoin> classic;
                 std::unique_ptr<mx::join::MicroRadixJoin> micro;
+                std::vector<double> partition_ms, build_ms, probe_ms, join_ms, total_ms, cycles;
+            };
+            const auto make_join = [&](Measured &m) {
+                const Variant &variant = *m.variant;
                 if (variant.micro) {
                     if (!runtime) {
                         runtime = std::make_unique<mx::tasking::Runtime>(config);
                     }
-                    micro = std::make_unique<mx::join::MicroRadixJoin>(
+                    m.micro = std::make_unique<mx::join::MicroRadixJoin>(
                         *runtime, build.span(), probe.span(),
                         mx::join::MicroJoinConfig{bits, variant.capacity, variant.combining,
-                                                  variant.fuse_probe});
+                                                  variant.fuse_probe, variant.fragments_per_chunk});
                 } else {
                     // Plain threads compete with nothing: the runtime's idle workers sleep.
-                    classic = std::make_unique<mx::join::ClassicRadixJoin>(
+                    m.classic = std::make_unique<mx::join::ClassicRadixJoin>(
                         build.span(), probe.span(),
                         mx::join::ClassicJoinConfig{workers, bits, variant.passes, variant.combining});
                 }
-                for (unsigned run = 0; run <= repetitions; ++run) {
+            };
+            const double relation_bytes = tuples * sizeof(mx::join::Tuple);
+            const bool keep_joins = 3.0 * relation_bytes * static_cast<double>(variants.size()) <
+                                    0.5 * static_cast<double>(physical_memory_bytes());
+            std::vector<Measured> measured;
+            for (const Variant &variant : variants) {
+                measured.push_back(Measured{&variant, nullptr, nullptr, {}, {}, {}, {}, {}, {}});
+            }
+            for (unsigned run = 0; run <= repetitions; ++run) {
+                for (Measured &m : measured) {
+                    const Variant &variant = *m.variant;
+                    if (!m.micro && !m.classic) {
+                        make_join(m);
+                    }
                     JoinTimings timings;
-                    const JoinResult result = micro ? micro->run(&timings) : classic->run(&timings);
+                    const JoinResult result = m.micro ? m.micro->run(&timings) : m.classic->run(&timings);
+                    if (!keep_joins) {
+                        m.micro.reset();
+                        m.classic.reset();
+                    }
                     if (!expected) {
                         expected = result;
                     }
@@ -205,34 +239,37 @@ int main(int argc, char **argv) {
                     if (run == 0) {
                         continue; // warm-up
                     }
-                    partition_ms.push_back(static_cast<double>(timings.partition_ns) / 1e6);
-                    build_ms.push_back(static_cast<double>(timings.build_ns) / 1e6);
-                    probe_ms.push_back(static_cast<double>(timings.probe_ns) / 1e6);
-                    join_ms.push_back(static_cast<double>(timings.build_probe_ns) / 1e6);
-                    total_ms.push_back(static_cast<double>(timings.total_ns) / 1e6);
-                    cycles.push_back(static_cast<double>(timings.total_cycles));
+                    m.partition_ms.push_back(static_cast<double>(timings.partition_ns) / 1e6);
+                    m.build_ms.push_back(static_cast<double>(timings.build_ns) / 1e6);
+                    m.probe_ms.push_back(static_cast<double>(timings.probe_ns) / 1e6);
+                    m.join_ms.push_back(static_cast<double>(timings.build_probe_ns) / 1e6);
+                    m.total_ms.push_back(static_cast<double>(timings.total_ns) / 1e6);
+                    m.cycles.push_back(static_cast<double>(timings.total_cycles));
                 }
+            }
+            for (const Measured &m : measured) {
+                const Variant &variant = *m.variant;
                 const std::string benchmark = "radix_join_" + std::to_string(bits) + "b";
                 const auto row = [&](const char *metric, double value, const char *unit) {
                     csv << benchmark << ',' << variant.name << ',' << workers << ',' << metric << ',' << value
                         << ',' << unit << ',' << repetitions << '\n';
                 };
-                const double total = median(total_ms);
-                row("partition_time", median(partition_ms), "ms");
+                const double total = median(m.total_ms);
+                row("partition_time", median(m.partition_ms), "ms");
                 if (variant.micro && !variant.fuse_probe) {
-                    row("build_time", median(build_ms), "ms");
-                    row("probe_time", median(probe_ms), "ms");
+                    row("build_time", median(m.build_ms), "ms");
+                    row("probe_time", median(m.probe_ms), "ms");
                 }
-                row("build_probe_time", median(join_ms), "ms");
+                row("build_probe_time", median(m.join_ms), "ms");
                 row("total_time", total, "ms");
                 row("throughput", tuples / (total / 1e3), "tuples/s");
-                row("cycles_per_tuple", median(cycles) / tuples, "cycles");
-                summary[{bits, variant.name, workers}] = {median(partition_ms), total};
+                row("cycles_per_tuple", median(m.cycles) / tuples, "cycles");
+                summary[{bits, variant.name, workers}] = {median(m.partition_ms), total};
                 std::fprintf(stderr,
                              "%-22s bits=%2u workers=%u partition %8.2f ms  join %8.2f ms  total %8.2f ms  "
                              "%.1f cycles/tuple (TSC %.2f GHz)\n",
-                             variant.name.c_str(), bits, workers, median(partition_ms), median(join_ms),
-                             total, median(cycles) / tuples, cycles_per_ns);
+                             variant.name.c_str(), bits, workers, median(m.partition_ms), median(m.join_ms),
+                             total, median(m.cycles) / tuples, cycles_per_ns);
             }
         }
     }

@@ -138,15 +138,17 @@ TEST_P(MicroRadixJoinTest, MatchesReference) {
                                              std::pair{9U, 128U}, std::pair{6U, 256U}}) {
             for (const bool combining : {false, true}) {
                 for (const bool fuse : {false, true}) {
+                    // Chunks of 1 (scattered fragments), 3, 6 and 8 fragments per partition.
+                    const std::uint32_t chunk = 1U + (combining ? 2U : 0U) + (fuse ? 5U : 0U);
                     MicroRadixJoin join{runtime, workload.build.span(), workload.probe.span(),
-                                        MicroJoinConfig{bits, capacity, combining, fuse}};
+                                        MicroJoinConfig{bits, capacity, combining, fuse, chunk}};
                     const JoinResult first = join.run();
                     JoinTimings timings;
                     const JoinResult second = join.run(&timings); // squads and arenas are reusable
-                    const std::string where = workload.name + " bits=" + std::to_string(bits) +
-                                              " capacity=" + std::to_string(capacity) +
-                                              " wc=" + std::to_string(combining) +
-                                              " fuse=" + std::to_string(fuse);
+                    const std::string where =
+                        workload.name + " bits=" + std::to_string(bits) +
+                        " capacity=" + std::to_string(capacity) + " wc=" + std::to_string(combining) +
+                        " fuse=" + std::to_string(fuse) + " chunk=" + std::to_string(chunk);
                     EXPECT_EQ(first, expected) << where;
                     EXPECT_EQ(second, expected) << where;
                     EXPECT_EQ(runtime.live_tasks(), 0U) << where;

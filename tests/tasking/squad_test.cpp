@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "mx/tasking/runtime.h"
@@ -174,6 +175,71 @@ TEST_P(SquadTest, SquadPublishedFromATaskRunsNextOnThatWorker) {
         EXPECT_EQ(order[static_cast<std::size_t>(squad_tasks + i)].first, -1 - i);
     }
     EXPECT_EQ(squad.queued(), 0U);
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
+TEST_P(SquadTest, BatchesHandTheirTasksOverInOrderAtSubmit) {
+    // Producers on every worker collect tasks for every squad in SquadBatches and submit them in
+    // two halves; each task runs exactly once, and each producer's tasks in add() order.
+    const int workers = GetParam();
+    RuntimeConfig config;
+    config.workers = static_cast<std::uint16_t>(workers);
+    Runtime runtime{config};
+    constexpr std::size_t squads_count = 5;
+    constexpr int per_producer = 40;
+    auto squads = std::make_unique<Squad[]>(squads_count);
+    std::mutex mutex;
+    std::vector<std::tuple<std::size_t, int, int>> runs; // (squad, producer, index)
+    for (int producer = 0; producer < workers; ++producer) {
+        runtime.spawn(
+            [&, producer](TaskContext &context) noexcept {
+                std::vector<mx::tasking::SquadBatch> batches(squads_count);
+                for (std::size_t s = 0; s < squads_count; ++s) {
+                    batches[s].assign(squads[s]);
+                }
+                for (int i = 0; i < per_producer; ++i) {
+                    for (std::size_t s = 0; s < squads_count; ++s) {
+                        batches[s].add(*context.new_task([&, s, producer, i]() noexcept {
+                            const std::lock_guard lock{mutex};
+                            runs.emplace_back(s, producer, i);
+                        }));
+                    }
+                    if (i == per_producer / 2) {
+                        EXPECT_EQ(batches[0].size(), static_cast<std::uint64_t>(i + 1));
+                        for (auto &batch : batches) {
+                            batch.submit();
+                        }
+                        EXPECT_EQ(batches[0].size(), 0U);
+                    }
+                }
+                for (auto &batch : batches) {
+                    batch.submit();
+                    batch.submit(); // empty: nothing happens
+                }
+            },
+            Annotation{.target_worker = static_cast<std::uint16_t>(producer)});
+    }
+    runtime.wait();
+    EXPECT_TRUE(runs.empty()) << "batched tasks ran before their squad was published";
+    for (std::size_t s = 0; s < squads_count; ++s) {
+        EXPECT_EQ(squads[s].queued(), static_cast<std::uint64_t>(workers * per_producer));
+    }
+    std::vector<Squad *> all;
+    for (std::size_t s = 0; s < squads_count; ++s) {
+        all.push_back(&squads[s]);
+    }
+    runtime.publish(all);
+    runtime.wait();
+    ASSERT_EQ(runs.size(), squads_count * static_cast<std::size_t>(workers * per_producer));
+    std::vector<std::vector<int>> next(squads_count, std::vector<int>(static_cast<std::size_t>(workers), 0));
+    for (const auto &[squad, producer, index] : runs) {
+        int &expected = next[squad][static_cast<std::size_t>(producer)];
+        EXPECT_EQ(index, expected) << "squad " << squad << ", producer " << producer;
+        expected = index + 1;
+    }
+    for (std::size_t s = 0; s < squads_count; ++s) {
+        EXPECT_EQ(squads[s].queued(), 0U);
+    }
     EXPECT_EQ(runtime.live_tasks(), 0U);
 }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,11 @@ struct MicroJoinConfig {
     /// Each partition's last build task publishes its probe squad (probe right after build, same
     /// core); false: a build phase for all partitions, then a probe phase.
     bool fuse_probe{true};
+    /// Squad-ordered layout: a producer takes fragments for a partition from a chunk of this many
+    /// adjacent fragments, so a squad reads runs of contiguous memory as the classic join reads
+    /// its partitions (1 = every fragment from the producer's counter, scattered among all
+    /// partitions). Costs up to one chunk of slack per partition and producer.
+    std::uint32_t fragments_per_chunk{8};
 };
 
 class MicroRadixJoin {
@@ -78,10 +84,9 @@ public:
         // the squads, which do not count for wait() until published.
         const auto producers = static_cast<std::uint16_t>(_build_producers.size());
         for (std::uint16_t w = 0; w < producers; ++w) {
-            _runtime.spawn(
-                [this, w](tasking::TaskContext &context) noexcept { partition(context, false, w); },
-                tasking::Annotation{.target_worker = w});
-            _runtime.spawn([this, w](tasking::TaskContext &context) noexcept { partition(context, true, w); },
+            _runtime.spawn([this, w]() noexcept { partition(false, w); },
+                           tasking::Annotation{.target_worker = w});
+            _runtime.spawn([this, w]() noexcept { partition(true, w); },
                            tasking::Annotation{.target_worker = w});
         }
         _runtime.wait();
@@ -132,16 +137,22 @@ private:
     /// partition phase; reset and read (counts) by the thread calling run() between phases.
     struct Producer {
         std::span<const Tuple> input;
-        TupleBuffer fragments;        // the arena of fixed-capacity fragments
-        std::size_t next_fragment{0}; // bump counter into the arena
-        std::vector<Tuple *> open;    // the open fragment of each partition
+        TupleBuffer fragments;           // the arena of fixed-capacity fragments
+        std::size_t next_chunk{0};       // bump counter into the arena, in chunks of fragments
+        std::vector<Tuple *> open;       // the open fragment of each partition
+        std::vector<Tuple *> chunk_next; // next free fragment of each partition's chunk
+        std::vector<Tuple *> chunk_end;
         std::vector<std::uint32_t> fill;
         std::vector<std::uint32_t> counts;            // tuples per partition
         std::vector<std::uint32_t> emitted;           // fragment tasks per partition
         std::unique_ptr<detail::CombineLine[]> lines; // write-combining line per partition
+        std::vector<tasking::SquadBatch> batches;     // fragment tasks per partition, to its squad
     };
 
-    /// A build or probe task over one fragment of one partition.
+    /// A build or probe task over one fragment of one partition. It lives in the line(s) right
+    /// before its fragment's tuples (the join owns it, no allocation): the worker that adopts a
+    /// squad walks its tasks, and each step then lands next to data the task reads anyway
+    /// instead of on a descriptor allocated elsewhere during the partition phase, long evicted.
     class FragmentTask final : public tasking::Task {
     public:
         FragmentTask(MicroRadixJoin &join, const Tuple *tuples, std::uint32_t count, std::uint32_t partition,
@@ -154,7 +165,7 @@ private:
             } else {
                 _join->build_fragment(context, _partition, {_tuples, _count});
             }
-            return tasking::TaskResult::remove();
+            return tasking::TaskResult::done();
         }
 
     private:
@@ -164,6 +175,17 @@ private:
         std::uint32_t _partition;
         bool _probe;
     };
+
+    static_assert(sizeof(FragmentTask) % system::cache_line_size == 0 &&
+                  sizeof(FragmentTask) % sizeof(Tuple) == 0);
+    static constexpr std::size_t header_tuples = sizeof(FragmentTask) / sizeof(Tuple);
+
+    /// Arena tuples per fragment: the task header, then the capacity rounded up to whole lines
+    /// (so every header and every fragment starts on a line).
+    [[nodiscard]] std::size_t fragment_stride() const noexcept {
+        const std::size_t line = detail::tuples_per_line;
+        return header_tuples + (_config.fragment_capacity + line - 1) / line * line;
+    }
 
     /// Matches found by the probe tasks of one worker: written only by that worker, read by
     /// run() after wait(). A line each, so workers do not share one.
@@ -176,59 +198,82 @@ private:
         const std::size_t end = input.size() * (w + 1) / producers;
         producer.input = input.subspan(begin, end - begin);
         const std::size_t capacity = _config.fragment_capacity;
-        // Full fragments plus one partly filled fragment per partition at most.
+        const std::size_t chunk = std::max<std::uint32_t>(1, _config.fragments_per_chunk);
+        // Full fragments plus one partly filled fragment per partition at most, in chunks of
+        // which each partition leaves at most one partly used.
         const std::size_t fragments = (producer.input.size() + capacity - 1) / capacity + _partitions;
-        producer.fragments = TupleBuffer{fragments * capacity};
+        const std::size_t chunks = (fragments + chunk - 1) / chunk + _partitions;
+        producer.fragments = TupleBuffer{chunks * chunk * fragment_stride()};
         producer.fragments.prefault();
         producer.open.resize(_partitions);
+        producer.chunk_next.resize(_partitions);
+        producer.chunk_end.resize(_partitions);
         producer.fill.resize(_partitions);
         producer.counts.resize(_partitions);
         producer.emitted.resize(_partitions);
+        producer.batches.resize(_partitions);
         if (_config.write_combining) {
             producer.lines = std::make_unique<detail::CombineLine[]>(_partitions);
         }
     }
 
-    Tuple *take_fragment(Producer &producer) noexcept {
-        MX_ASSERT((producer.next_fragment + 1) * _config.fragment_capacity <= producer.fragments.size(),
-                  "fragment arena exhausted");
-        return producer.fragments.data() + (producer.next_fragment++) * _config.fragment_capacity;
+    Tuple *take_fragment(Producer &producer, std::size_t p) noexcept {
+        const std::size_t stride = fragment_stride();
+        if (producer.chunk_next[p] == producer.chunk_end[p]) {
+            const std::size_t chunk_tuples =
+                std::size_t{std::max<std::uint32_t>(1, _config.fragments_per_chunk)} * stride;
+            MX_ASSERT((producer.next_chunk + 1) * chunk_tuples <= producer.fragments.size(),
+                      "fragment arena exhausted");
+            producer.chunk_next[p] = producer.fragments.data() + (producer.next_chunk++) * chunk_tuples;
+            producer.chunk_end[p] = producer.chunk_next[p] + chunk_tuples;
+        }
+        Tuple *fragment = producer.chunk_next[p] + header_tuples;
+        producer.chunk_next[p] += stride;
+        return fragment;
     }
 
-    void emit(tasking::TaskContext &context, Producer &producer, bool probe, std::size_t partition,
-              const Tuple *tuples, std::uint32_t count) noexcept {
+    void emit(Producer &producer, bool probe, std::size_t partition, const Tuple *tuples,
+              std::uint32_t count) noexcept {
         producer.counts[partition] += count;
         ++producer.emitted[partition];
-        auto *task = context.new_task<FragmentTask>(*this, tuples, count,
-                                                    static_cast<std::uint32_t>(partition), probe);
-        task->annotate(probe ? &_probe_squads[partition] : &_build_squads[partition]);
+        // The header lines in front of the fragment (take_fragment() left them free); a task of
+        // the previous run() in the same place has run and is trivially overwritten.
+        void *header = const_cast<Tuple *>(tuples) - header_tuples;
+        auto *task =
+            new (header) FragmentTask(*this, tuples, count, static_cast<std::uint32_t>(partition), probe);
         task->annotate(
             tasking::PrefetchHint::bytes(tuples, static_cast<std::uint32_t>(count * sizeof(Tuple))));
-        context.spawn(*task);
+        // Collected per partition and handed to the squad at the end of the phase: two atomic
+        // operations per squad and producer instead of two per fragment.
+        producer.batches[partition].add(*task);
     }
 
-    void partition(tasking::TaskContext &context, bool probe, std::size_t w) noexcept {
+    void partition(bool probe, std::size_t w) noexcept {
         Producer &producer = probe ? _probe_producers[w] : _build_producers[w];
-        producer.next_fragment = 0;
+        producer.next_chunk = 0;
+        std::fill(producer.chunk_next.begin(), producer.chunk_next.end(), nullptr);
+        std::fill(producer.chunk_end.begin(), producer.chunk_end.end(), nullptr);
         for (std::size_t p = 0; p < _partitions; ++p) {
-            producer.open[p] = take_fragment(producer);
+            producer.open[p] = take_fragment(producer, p);
+            producer.batches[p].assign(probe ? _probe_squads[p] : _build_squads[p]);
         }
         std::fill(producer.fill.begin(), producer.fill.end(), 0U);
         std::fill(producer.counts.begin(), producer.counts.end(), 0U);
         std::fill(producer.emitted.begin(), producer.emitted.end(), 0U);
         if (_config.write_combining) {
-            scatter_combining(context, producer, probe);
+            scatter_combining(producer, probe);
         } else {
-            scatter_plain(context, producer, probe);
+            scatter_plain(producer, probe);
         }
         for (std::size_t p = 0; p < _partitions; ++p) {
             if (producer.fill[p] != 0) {
-                emit(context, producer, probe, p, producer.open[p], producer.fill[p]);
+                emit(producer, probe, p, producer.open[p], producer.fill[p]);
             }
+            producer.batches[p].submit();
         }
     }
 
-    void scatter_plain(tasking::TaskContext &context, Producer &producer, bool probe) noexcept {
+    void scatter_plain(Producer &producer, bool probe) noexcept {
         const std::size_t mask = _partitions - 1;
         const std::uint32_t capacity = _config.fragment_capacity;
         Tuple **open = producer.open.data();
@@ -237,8 +282,8 @@ private:
             const std::size_t p = tuple.key & mask;
             open[p][fill[p]++] = tuple;
             if (fill[p] == capacity) [[unlikely]] {
-                emit(context, producer, probe, p, open[p], capacity);
-                open[p] = take_fragment(producer);
+                emit(producer, probe, p, open[p], capacity);
+                open[p] = take_fragment(producer, p);
                 fill[p] = 0;
             }
         }
@@ -247,7 +292,7 @@ private:
     // Tuples collect in a line per partition (128 KiB for 11 bits: L2-resident) and leave as one
     // full-line non-temporal store, so the scatter never reads the fragment lines it writes.
     // Fragments start on a line and hold a multiple of 4 tuples, so every store is a whole line.
-    void scatter_combining(tasking::TaskContext &context, Producer &producer, bool probe) noexcept {
+    void scatter_combining(Producer &producer, bool probe) noexcept {
         const std::size_t mask = _partitions - 1;
         const std::uint32_t capacity = _config.fragment_capacity;
         Tuple **open = producer.open.data();
@@ -260,8 +305,8 @@ private:
             if (position % detail::tuples_per_line == detail::tuples_per_line - 1) {
                 detail::stream_line(open[p] + (position + 1 - detail::tuples_per_line), lines[p]);
                 if (position + 1 == capacity) [[unlikely]] {
-                    emit(context, producer, probe, p, open[p], capacity);
-                    open[p] = take_fragment(producer);
+                    emit(producer, probe, p, open[p], capacity);
+                    open[p] = take_fragment(producer, p);
                     fill[p] = 0;
                 }
             }

@@ -10,6 +10,7 @@
 #include "mx/system/cpu.h"
 #include "mx/tasking/detail/queues.h"
 #include "mx/tasking/task.h"
+#include "mx/util/assert.h"
 
 namespace mx::tasking {
 
@@ -43,6 +44,7 @@ private:
     friend class detail::Worker;
     friend class detail::RuntimeCore;
     friend class detail::SquadDispatch;
+    friend class SquadBatch;
 
     void push(Task &task) noexcept {
         _queued.fetch_add(1, std::memory_order_relaxed);
@@ -52,6 +54,49 @@ private:
     // Pushed by any producer; popped by the worker that adopts the squad after a publish.
     detail::MpscQueue<Task> _tasks;
     alignas(system::cache_line_size) std::atomic<std::uint64_t> _queued{0};
+};
+
+/// Tasks for one squad, collected by one thread and handed to the squad in one step: the same
+/// as annotating each task with the squad and spawning it, in add() order, at submit(), but with
+/// two atomic operations per batch instead of two per task (a producer that emits one task per
+/// full fragment into thousands of squads otherwise pays a locked exchange and a locked add on
+/// the squad's lines per task). Owned by the collecting thread; not thread-safe itself.
+class SquadBatch {
+public:
+    SquadBatch() noexcept = default;
+    explicit SquadBatch(Squad &squad) noexcept : _squad(&squad) {}
+
+    /// The squad submit() hands the tasks to; only while the batch is empty.
+    void assign(Squad &squad) noexcept {
+        MX_ASSERT(_chain.empty(), "a squad batch changes its squad only while empty");
+        _squad = &squad;
+    }
+
+    /// Collects a task that nobody has spawned (it is annotated with the batch's squad here).
+    void add(Task &task) noexcept {
+        MX_ASSERT(_squad != nullptr, "squad batch without a squad");
+        task.annotate(_squad);
+        _chain.push_back(task);
+        ++_count;
+    }
+
+    [[nodiscard]] std::uint64_t size() const noexcept { return _count; }
+
+    /// Hands the collected tasks to the squad (they wait there for its next publish); the batch
+    /// is empty afterwards. Any thread; batches of several threads may submit concurrently.
+    void submit() noexcept {
+        if (_count == 0) {
+            return;
+        }
+        _squad->_queued.fetch_add(_count, std::memory_order_relaxed);
+        _squad->_tasks.push_all(_chain);
+        _count = 0;
+    }
+
+private:
+    Squad *_squad{nullptr};
+    detail::IntrusiveQueue<Task> _chain;
+    std::uint64_t _count{0};
 };
 
 } // namespace mx::tasking

@@ -59,6 +59,10 @@ public:
     }
 
     [[nodiscard]] bool empty() const noexcept { return _head == nullptr; }
+    [[nodiscard]] T *front() const noexcept { return _head; }
+    [[nodiscard]] T *back() const noexcept { return _tail; }
+    /// Forgets the tasks (they were handed on as a chain).
+    void clear() noexcept { _head = _tail = nullptr; }
 
 private:
     T *_head{nullptr};
@@ -81,6 +85,18 @@ public:
         task._next.store(nullptr, std::memory_order_relaxed);
         T *previous = _tail.exchange(&task, std::memory_order_seq_cst);
         previous->_next.store(&task, std::memory_order_release);
+    }
+
+    /// Any thread: appends a chain linked by one producer (IntrusiveQueue) as if its tasks were
+    /// pushed one by one in order, with one exchange. The chain is empty afterwards.
+    void push_all(IntrusiveQueue<T> &chain) noexcept {
+        if (chain.empty()) {
+            return;
+        }
+        T *previous = _tail.exchange(chain.back(), std::memory_order_seq_cst);
+        // Release: the consumer that follows this link also sees the chain's inner links.
+        previous->_next.store(chain.front(), std::memory_order_release);
+        chain.clear();
     }
 
     /// Consumer only.

@@ -357,10 +357,13 @@ private:
                 _table_tuples.data() + _partition_offsets[p], size, _config.radix_bits};
             _table_ready[p] = 1;
         }
-        PartitionHashTable &table = _tables[p];
+        // A local copy: its pointers stay in registers across the loop (the member could alias
+        // the tuples the loop writes).
+        PartitionHashTable table = _tables[p];
         for (const Tuple &tuple : tuples) {
             table.insert(tuple);
         }
+        _tables[p] = table;
         if (--_builds_left[p] == 0 && _config.fuse_probe) {
             // The table is complete and in this core's cache: probe it here, now.
             context.publish(_probe_squads[p]);
@@ -371,7 +374,7 @@ private:
         if (_table_ready[p] == 0) {
             return; // no build tuple in this partition
         }
-        const PartitionHashTable &table = _tables[p];
+        const PartitionHashTable table = _tables[p]; // local: pointers stay in registers
         if (_table_ready[p] == 1 && !_config.fuse_probe) {
             // First probe task of the squad: the table went cold since the build phase.
             _table_ready[p] = 2;

@@ -23,13 +23,25 @@ struct Record {
     std::vector<std::pair<std::size_t, int>> runs; // (squad, worker) in execution order
 };
 
+RuntimeConfig with_workers(int workers) {
+    RuntimeConfig config;
+    config.workers = static_cast<std::uint16_t>(workers);
+    return config;
+}
+
+void publish_all(Runtime &runtime, Squad *squads, std::size_t count) {
+    std::vector<Squad *> all;
+    for (std::size_t s = 0; s < count; ++s) {
+        all.push_back(&squads[s]);
+    }
+    runtime.publish(all);
+}
+
 class SquadTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(SquadTest, TasksWaitForPublishAndRunOnceBackToBackOnOneWorker) {
     const int workers = GetParam();
-    RuntimeConfig config;
-    config.workers = static_cast<std::uint16_t>(workers);
-    Runtime runtime{config};
+    Runtime runtime{with_workers(workers)};
     constexpr std::size_t squads_count = 6;
     constexpr int per_producer = 50;
     auto squads = std::make_unique<Squad[]>(squads_count);
@@ -61,11 +73,7 @@ TEST_P(SquadTest, TasksWaitForPublishAndRunOnceBackToBackOnOneWorker) {
         EXPECT_EQ(squads[s].queued(), static_cast<std::uint64_t>(workers * per_producer));
     }
 
-    std::vector<Squad *> all;
-    for (std::size_t s = 0; s < squads_count; ++s) {
-        all.push_back(&squads[s]);
-    }
-    runtime.publish(all);
+    publish_all(runtime, squads.get(), squads_count);
     runtime.wait();
     EXPECT_EQ(executed.load(), static_cast<int>(squads_count) * workers * per_producer);
     EXPECT_EQ(runtime.live_tasks(), 0U);
@@ -110,9 +118,7 @@ TEST_P(SquadTest, TasksWaitForPublishAndRunOnceBackToBackOnOneWorker) {
 }
 
 TEST_P(SquadTest, ExternalSpawnAndEmptyPublish) {
-    RuntimeConfig config;
-    config.workers = static_cast<std::uint16_t>(GetParam());
-    Runtime runtime{config};
+    Runtime runtime{with_workers(GetParam())};
     Squad squad;
     Squad empty;
     std::atomic<int> executed{0};
@@ -134,9 +140,7 @@ TEST_P(SquadTest, ExternalSpawnAndEmptyPublish) {
 // after its build this way).
 TEST_P(SquadTest, SquadPublishedFromATaskRunsNextOnThatWorker) {
     const int workers = GetParam();
-    RuntimeConfig config;
-    config.workers = static_cast<std::uint16_t>(workers);
-    Runtime runtime{config};
+    Runtime runtime{with_workers(workers)};
     Squad squad;
     constexpr int squad_tasks = 40;
     constexpr int plain_tasks = 30;
@@ -182,9 +186,7 @@ TEST_P(SquadTest, BatchesHandTheirTasksOverInOrderAtSubmit) {
     // Producers on every worker collect tasks for every squad in SquadBatches and submit them in
     // two halves; each task runs exactly once, and each producer's tasks in add() order.
     const int workers = GetParam();
-    RuntimeConfig config;
-    config.workers = static_cast<std::uint16_t>(workers);
-    Runtime runtime{config};
+    Runtime runtime{with_workers(workers)};
     constexpr std::size_t squads_count = 5;
     constexpr int per_producer = 40;
     auto squads = std::make_unique<Squad[]>(squads_count);
@@ -224,11 +226,7 @@ TEST_P(SquadTest, BatchesHandTheirTasksOverInOrderAtSubmit) {
     for (std::size_t s = 0; s < squads_count; ++s) {
         EXPECT_EQ(squads[s].queued(), static_cast<std::uint64_t>(workers * per_producer));
     }
-    std::vector<Squad *> all;
-    for (std::size_t s = 0; s < squads_count; ++s) {
-        all.push_back(&squads[s]);
-    }
-    runtime.publish(all);
+    publish_all(runtime, squads.get(), squads_count);
     runtime.wait();
     ASSERT_EQ(runs.size(), squads_count * static_cast<std::size_t>(workers * per_producer));
     std::vector<std::vector<int>> next(squads_count, std::vector<int>(static_cast<std::size_t>(workers), 0));

@@ -147,6 +147,7 @@ private:
         std::vector<std::uint32_t> emitted;           // fragment tasks per partition
         std::unique_ptr<detail::CombineLine[]> lines; // write-combining line per partition
         std::vector<tasking::SquadBatch> batches;     // fragment tasks per partition, to its squad
+        std::vector<std::vector<const void *>> tasks; // the tasks emitted per partition (probe side)
     };
 
     /// A build or probe task over one fragment of one partition. It lives in the line(s) right
@@ -212,6 +213,7 @@ private:
         producer.counts.resize(_partitions);
         producer.emitted.resize(_partitions);
         producer.batches.resize(_partitions);
+        producer.tasks.resize(_partitions);
         if (_config.write_combining) {
             producer.lines = std::make_unique<detail::CombineLine[]>(_partitions);
         }
@@ -246,6 +248,9 @@ private:
         // Collected per partition and handed to the squad at the end of the phase: two atomic
         // operations per squad and producer instead of two per fragment.
         producer.batches[partition].add(*task);
+        if (probe) {
+            producer.tasks[partition].push_back(task);
+        }
     }
 
     void partition(bool probe, std::size_t w) noexcept {
@@ -256,6 +261,7 @@ private:
         for (std::size_t p = 0; p < _partitions; ++p) {
             producer.open[p] = take_fragment(producer, p);
             producer.batches[p].assign(probe ? _probe_squads[p] : _build_squads[p]);
+            producer.tasks[p].clear();
         }
         std::fill(producer.fill.begin(), producer.fill.end(), 0U);
         std::fill(producer.counts.begin(), producer.counts.end(), 0U);
@@ -351,6 +357,15 @@ private:
     void build_fragment(tasking::TaskContext &context, std::size_t p,
                         std::span<const Tuple> tuples) noexcept {
         if (_table_ready[p] == 0) {
+            if (_config.fuse_probe) {
+                // The last build task of p adopts p's probe squad by walking its linked tasks,
+                // one dependent miss each; fetch them now, all at once, while the build runs.
+                for (const Producer &producer : _probe_producers) {
+                    for (const void *task : producer.tasks[p]) {
+                        system::prefetch(task, system::PrefetchMode::for_write);
+                    }
+                }
+            }
             const std::size_t size = _partition_offsets[p + 1] - _partition_offsets[p];
             _tables[p] = PartitionHashTable{
                 _table_heads.data() + _head_offsets[p], _table_next.data() + _partition_offsets[p],

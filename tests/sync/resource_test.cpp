@@ -222,12 +222,13 @@ TEST_P(ScheduledTest, TasksThatMustBeSerializedRunOnTheOwningWorker) {
         EXPECT_TRUE(owned[w]) << "the mapping left worker " << w << " without a resource";
     }
 
-    std::atomic<std::uint64_t> checked{0};
+    std::atomic<std::uint64_t> writer_runs{0};
+    std::atomic<std::uint64_t> reader_runs{0};
     std::atomic<std::uint64_t> foreign{0};
     std::atomic<std::uint64_t> readers_elsewhere{0};
     // Readers of an optimistically scheduled resource may run anywhere; everything else that
     // is serialized must run on worker_of(resource).
-    const auto check = [&checked, &foreign, &readers_elsewhere,
+    const auto check = [&writer_runs, &reader_runs, &foreign, &readers_elsewhere,
                         primitive](TaskContext &context, ResourcePtr resource, bool writer) {
         const bool on_owner = context.worker_id() == mx::tasking::worker_of(resource);
         if (writer || primitive == Primitive::scheduling) {
@@ -235,13 +236,16 @@ TEST_P(ScheduledTest, TasksThatMustBeSerializedRunOnTheOwningWorker) {
         } else if (!on_owner) {
             readers_elsewhere.fetch_add(1, std::memory_order_relaxed);
         }
-        checked.fetch_add(1, std::memory_order_relaxed);
+        (writer ? writer_runs : reader_runs).fetch_add(1, std::memory_order_relaxed);
     };
+    std::uint64_t writers = 0; // spawned
+    std::uint64_t readers = 0;
     const std::uint32_t per_source = scaled(400);
     // From outside the runtime (round-robin, or aimed at the wrong worker on purpose) ...
     for (std::uint32_t i = 0; i < per_source; ++i) {
         const ResourcePtr resource = resources[i % resources.size()];
         const bool writer = i % 2 == 0;
+        ++(writer ? writers : readers);
         Annotation annotation = writer ? writing(resource) : reading(resource);
         annotation.target_worker = static_cast<std::uint16_t>(i % workers);
         runtime.spawn([check, resource, writer](TaskContext &context) { check(context, resource, writer); },
@@ -255,8 +259,17 @@ TEST_P(ScheduledTest, TasksThatMustBeSerializedRunOnTheOwningWorker) {
             context.spawn([check, resource, writer](TaskContext &inner) { check(inner, resource, writer); },
                           writer ? writing(resource) : reading(resource));
         });
+    for (std::uint32_t i = 0; i < per_source; ++i) {
+        ++(i % 3 != 0 ? writers : readers); // the producers above: one task per i
+    }
     runtime.wait();
-    EXPECT_EQ(checked.load(), 2U * per_source);
+    EXPECT_EQ(writer_runs.load(), writers);
+    if (primitive == Primitive::optimistic_scheduled) {
+        // An optimistic reader that a concurrent writer invalidated runs again.
+        EXPECT_GE(reader_runs.load(), readers);
+    } else {
+        EXPECT_EQ(reader_runs.load(), readers);
+    }
     EXPECT_EQ(foreign.load(), 0U) << "a serialized task ran on a worker that does not own its resource";
     for (const ResourcePtr resource : resources) {
         runtime.delete_resource(resource);

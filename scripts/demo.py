@@ -470,7 +470,9 @@ def make_bsearch_plots(csv_path, out_dir):
     rows = [r for r in plot.read_rows(csv_path) if r["metric"] == "speedup_vs_branchfree" and "/g=" in r["variant"]]
     if not rows:
         return []
-    rows = [r for r in rows if r["benchmark"] == rows[0]["benchmark"]]  # the G sweep, not the 1 M check
+    rows = [r for r in rows if "/lookups=10000/" in r["benchmark"]]  # the G sweep, not the 1 M check
+    if not rows:
+        return []
     figure, axis = plt.subplots(figsize=(7, 4))
     for family in dict.fromkeys(r["variant"].split("/g=")[0] for r in rows):
         points = sorted((int(r["variant"].split("/g=")[1]), float(r["value"])) for r in rows

@@ -22,6 +22,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "amac.h"
@@ -275,23 +276,36 @@ void run_size(const Options &options, const std::string &type, std::size_t bytes
             return std::find(options.variants.begin(), options.variants.end(), name) !=
                    options.variants.end();
         };
-        auto add = [&](const std::string &name, std::size_t group, auto run,
-                       std::function<void()> prepare = {}) {
-            if (!wanted(name) && name != "branchfree") {
-                return;
-            }
-            if constexpr (std::is_void_v<std::invoke_result_t<decltype(run), std::span<std::size_t>>>) {
+        auto add = [&](const std::string &name, std::size_t group, auto run) {
+            if (wanted(name) || name == "branchfree") {
                 variants.push_back(Variant{name,
                                            group,
                                            [run](std::span<std::size_t> out) {
                                                run(out);
                                                return Clock::now();
                                            },
-                                           std::move(prepare),
+                                           {},
                                            {}});
-            } else {
-                variants.push_back(Variant{name, group, run, std::move(prepare), {}});
             }
+        };
+        // A one-worker runtime per variant, kept across repetitions (start-up not timed); its
+        // worker is woken untimed before each run, and a run ends when the worker finished.
+        auto add_on_runtime = [&]<class Lookup>(const std::string &name, std::size_t group,
+                                                std::type_identity<Lookup>, std::size_t batch,
+                                                std::uint16_t coroutine_group, std::uint32_t distance,
+                                                bool dynamic) {
+            if (!wanted(name)) {
+                return;
+            }
+            auto runtime = make_search_runtime(coroutine_group, distance, dynamic);
+            variants.push_back(Variant{name,
+                                       group,
+                                       [=](std::span<std::size_t> out) {
+                                           return search_on_runtime<Lookup>(*runtime, table, keys, out,
+                                                                            batch);
+                                       },
+                                       [=] { wake_worker(*runtime); },
+                                       {}});
         };
         add("std", 0, [=](std::span<std::size_t> out) { search_std(table, keys, out); });
         add("branchfree", 0, [=](std::span<std::size_t> out) { search_branch_free(table, keys, out); });
@@ -305,45 +319,15 @@ void run_size(const Options &options, const std::string &type, std::size_t bytes
                 search_coroutines<mx::coro::InterleavedNonTemporal>(g, table, keys, out);
             });
             // Coroutine tasks on the runtime: the worker's group of G parked tasks.
-            if (wanted("rt_coro")) {
-                auto runtime = make_search_runtime(static_cast<std::uint16_t>(g), 0, false);
-                add(
-                    "rt_coro", g,
-                    [=](std::span<std::size_t> out) {
-                        return search_on_runtime<CoroutineLookup<Key>>(*runtime, table, keys, out, 4 * g);
-                    },
-                    [=] { wake_worker(*runtime); });
-            }
+            add_on_runtime("rt_coro", g, std::type_identity<CoroutineLookup<Key>>{}, 4 * g,
+                           static_cast<std::uint16_t>(g), 0, false);
             // Annotated tasks with a static prefetch distance of g tasks.
-            if (wanted("rt_annotated_static")) {
-                auto runtime = make_search_runtime(1, static_cast<std::uint32_t>(g), false);
-                add(
-                    "rt_annotated_static", g,
-                    [=](std::span<std::size_t> out) {
-                        return search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
-                    },
-                    [=] { wake_worker(*runtime); });
-            }
+            add_on_runtime("rt_annotated_static", g, std::type_identity<AnnotatedLookup<Key>>{}, 64, 1,
+                           static_cast<std::uint32_t>(g), false);
         }
         // Annotated tasks without prefetching, and with the dynamic distance.
-        if (wanted("rt_annotated_off")) {
-            auto runtime = make_search_runtime(1, 0, false);
-            add(
-                "rt_annotated_off", 0,
-                [=](std::span<std::size_t> out) {
-                    return search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
-                },
-                [=] { wake_worker(*runtime); });
-        }
-        if (wanted("rt_annotated_dynamic")) {
-            auto runtime = make_search_runtime(1, 0, true);
-            add(
-                "rt_annotated_dynamic", 0,
-                [=](std::span<std::size_t> out) {
-                    return search_on_runtime<AnnotatedLookup<Key>>(*runtime, table, keys, out, 64);
-                },
-                [=] { wake_worker(*runtime); });
-        }
+        add_on_runtime("rt_annotated_off", 0, std::type_identity<AnnotatedLookup<Key>>{}, 64, 1, 0, false);
+        add_on_runtime("rt_annotated_dynamic", 0, std::type_identity<AnnotatedLookup<Key>>{}, 64, 1, 0, true);
 
         std::vector<std::size_t> expected(lookups);
         search_std(table, keys, std::span(expected));

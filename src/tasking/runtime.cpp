@@ -415,7 +415,8 @@ void Worker::retire_group_member(std::uint32_t slot) noexcept {
 }
 
 void Worker::resume_group_round() noexcept {
-    for (std::uint32_t remaining = _group_size; remaining > 0 && _group_size > 0; --remaining) {
+    // Each step resumes one parked task and finishes at most that one: remaining <= _group_size.
+    for (std::uint32_t remaining = _group_size; remaining > 0; --remaining) {
         resume_group_next();
     }
 }

@@ -1,14 +1,16 @@
 #pragma once
 
 // The task-based radix join (dissertation ch. 6, "micro partitioning and task squads"). There is
-// no histogram pass: each producer scatters its chunk into fixed-capacity fragments, one open
-// fragment per partition, taking fresh fragments by bumping its own counter. A full fragment
-// becomes a build or probe task annotated with its partition's squad and with the fragment as
-// the data to prefetch. At the end of the partition phase the build squads are published: each
-// squad's tasks run back to back on one worker and fill the partition's hash table (no latch,
-// one worker owns the table while its squad runs). The last build task of a partition publishes
-// the partition's probe squad onto its own worker, so the probes find the table in that core's
-// cache (`fuse_probe`; without it all probe squads are published after the whole build phase).
+// no histogram pass: each producer scatters its share of the input into fixed-capacity fragments,
+// one open fragment per partition, taking fresh fragments from a per-partition chunk of adjacent
+// slots and fresh chunks by bumping its own counter. A full fragment becomes a build or probe
+// task, constructed in the header in front of the fragment, for its partition's squad and with
+// the fragment as the data to prefetch; each producer hands a partition's tasks to the squad in
+// one SquadBatch at the end of its share. At the end of the partition phase the build squads are published:
+// each squad's tasks run back to back on one worker and fill the partition's hash table (no latch, one worker
+// owns the table while its squad runs). The last build task of a partition publishes the partition's probe
+// squad onto its own worker, so the probes find the table in that core's cache (`fuse_probe`; without it all
+// probe squads are published after the whole build phase).
 
 #include <algorithm>
 #include <chrono>
@@ -61,6 +63,12 @@ public:
         MX_ASSERT(config.radix_bits >= 1 && config.radix_bits <= 20, "radix bits out of range");
         _config.write_combining =
             config.write_combining && config.fragment_capacity % detail::tuples_per_line == 0;
+        _config.fragments_per_chunk = std::max<std::uint32_t>(1, config.fragments_per_chunk);
+        // Slot of a fragment: the task header, then the capacity rounded up to whole lines (so
+        // every header and every fragment starts on a line).
+        const std::size_t line = detail::tuples_per_line;
+        _fragment_stride = header_tuples + (config.fragment_capacity + line - 1) / line * line;
+        _chunk_tuples = _config.fragments_per_chunk * _fragment_stride;
         const std::size_t producers = runtime.worker_count();
         _build_producers.resize(producers);
         _probe_producers.resize(producers);
@@ -140,8 +148,7 @@ private:
         TupleBuffer fragments;           // the arena of fixed-capacity fragments
         std::size_t next_chunk{0};       // bump counter into the arena, in chunks of fragments
         std::vector<Tuple *> open;       // the open fragment of each partition
-        std::vector<Tuple *> chunk_next; // next free fragment of each partition's chunk
-        std::vector<Tuple *> chunk_end;
+        std::vector<Tuple *> chunk_next; // next free slot of each partition's chunk (nullptr: none)
         std::vector<std::uint32_t> fill;
         std::vector<std::uint32_t> counts;            // tuples per partition
         std::vector<std::uint32_t> emitted;           // fragment tasks per partition
@@ -181,13 +188,6 @@ private:
                   sizeof(FragmentTask) % sizeof(Tuple) == 0);
     static constexpr std::size_t header_tuples = sizeof(FragmentTask) / sizeof(Tuple);
 
-    /// Arena tuples per fragment: the task header, then the capacity rounded up to whole lines
-    /// (so every header and every fragment starts on a line).
-    [[nodiscard]] std::size_t fragment_stride() const noexcept {
-        const std::size_t line = detail::tuples_per_line;
-        return header_tuples + (_config.fragment_capacity + line - 1) / line * line;
-    }
-
     /// Matches found by the probe tasks of one worker: written only by that worker, read by
     /// run() after wait(). A line each, so workers do not share one.
     struct alignas(system::cache_line_size) Accumulator {
@@ -199,16 +199,15 @@ private:
         const std::size_t end = input.size() * (w + 1) / producers;
         producer.input = input.subspan(begin, end - begin);
         const std::size_t capacity = _config.fragment_capacity;
-        const std::size_t chunk = std::max<std::uint32_t>(1, _config.fragments_per_chunk);
+        const std::size_t chunk = _config.fragments_per_chunk;
         // Full fragments plus one partly filled fragment per partition at most, in chunks of
         // which each partition leaves at most one partly used.
         const std::size_t fragments = (producer.input.size() + capacity - 1) / capacity + _partitions;
         const std::size_t chunks = (fragments + chunk - 1) / chunk + _partitions;
-        producer.fragments = TupleBuffer{chunks * chunk * fragment_stride()};
+        producer.fragments = TupleBuffer{chunks * _chunk_tuples};
         producer.fragments.prefault();
         producer.open.resize(_partitions);
         producer.chunk_next.resize(_partitions);
-        producer.chunk_end.resize(_partitions);
         producer.fill.resize(_partitions);
         producer.counts.resize(_partitions);
         producer.emitted.resize(_partitions);
@@ -220,17 +219,17 @@ private:
     }
 
     Tuple *take_fragment(Producer &producer, std::size_t p) noexcept {
-        const std::size_t stride = fragment_stride();
-        if (producer.chunk_next[p] == producer.chunk_end[p]) {
-            const std::size_t chunk_tuples =
-                std::size_t{std::max<std::uint32_t>(1, _config.fragments_per_chunk)} * stride;
-            MX_ASSERT((producer.next_chunk + 1) * chunk_tuples <= producer.fragments.size(),
+        Tuple *&next = producer.chunk_next[p];
+        // A fresh chunk always gives up its first slot at once, so a next slot on a chunk
+        // boundary means the partition's chunk is used up.
+        if (next == nullptr ||
+            static_cast<std::size_t>(next - producer.fragments.data()) % _chunk_tuples == 0) {
+            MX_ASSERT((producer.next_chunk + 1) * _chunk_tuples <= producer.fragments.size(),
                       "fragment arena exhausted");
-            producer.chunk_next[p] = producer.fragments.data() + (producer.next_chunk++) * chunk_tuples;
-            producer.chunk_end[p] = producer.chunk_next[p] + chunk_tuples;
+            next = producer.fragments.data() + (producer.next_chunk++) * _chunk_tuples;
         }
-        Tuple *fragment = producer.chunk_next[p] + header_tuples;
-        producer.chunk_next[p] += stride;
+        Tuple *fragment = next + header_tuples;
+        next += _fragment_stride;
         return fragment;
     }
 
@@ -238,8 +237,9 @@ private:
               std::uint32_t count) noexcept {
         producer.counts[partition] += count;
         ++producer.emitted[partition];
-        // The header lines in front of the fragment (take_fragment() left them free); a task of
-        // the previous run() in the same place has run and is trivially overwritten.
+        // The header lines in front of the fragment (take_fragment() left them free). A task of
+        // the previous run() in the same place has run; it owns nothing, so its storage is reused
+        // without running its destructor.
         void *header = const_cast<Tuple *>(tuples) - header_tuples;
         auto *task =
             new (header) FragmentTask(*this, tuples, count, static_cast<std::uint32_t>(partition), probe);
@@ -257,7 +257,6 @@ private:
         Producer &producer = probe ? _probe_producers[w] : _build_producers[w];
         producer.next_chunk = 0;
         std::fill(producer.chunk_next.begin(), producer.chunk_next.end(), nullptr);
-        std::fill(producer.chunk_end.begin(), producer.chunk_end.end(), nullptr);
         for (std::size_t p = 0; p < _partitions; ++p) {
             producer.open[p] = take_fragment(producer, p);
             producer.batches[p].assign(probe ? _probe_squads[p] : _build_squads[p]);
@@ -410,6 +409,8 @@ private:
     std::span<const Tuple> _build;
     std::span<const Tuple> _probe;
     MicroJoinConfig _config;
+    std::size_t _fragment_stride{0}; // arena tuples per fragment slot (header + capacity)
+    std::size_t _chunk_tuples{0};    // arena tuples per chunk of fragment slots
     std::size_t _partitions;
     std::vector<Producer> _build_producers;
     std::vector<Producer> _probe_producers;

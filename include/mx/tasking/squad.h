@@ -64,7 +64,6 @@ private:
 class SquadBatch {
 public:
     SquadBatch() noexcept = default;
-    explicit SquadBatch(Squad &squad) noexcept : _squad(&squad) {}
 
     /// The squad submit() hands the tasks to; only while the batch is empty.
     void assign(Squad &squad) noexcept {

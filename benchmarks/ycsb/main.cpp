@@ -33,9 +33,11 @@ struct Options {
     unsigned repetitions{3};
     std::size_t batch{default_batch};
     std::uint32_t prefetch_distance{2};
+    std::uint32_t task_buffer{64};
     bool dynamic_prefetch{false};
     std::string primitive{"auto"};
     std::uint32_t read_prefetch_eighths{4};
+    std::uint16_t bypass_min_level{2};
     std::string csv{"results/blinktree.csv"};
     bool quiet{false};
 };
@@ -78,9 +80,11 @@ RunResult run_variant(const std::string &variant, const Workload &workload, cons
     config.workers = workers;
     config.batch = options.batch;
     config.prefetch_distance = options.prefetch_distance;
+    config.task_buffer = options.task_buffer;
     config.dynamic_prefetch = options.dynamic_prefetch;
     config.primitive = options.primitive;
     config.read_prefetch_eighths = options.read_prefetch_eighths;
+    config.bypass_min_level = options.bypass_min_level;
     if (variant == "mxtasking") {
         return run_mxtasking(workload, config);
     }
@@ -215,6 +219,9 @@ int main(int argc, char **argv) {
         ->check(CLI::Range(1U, 1000U));
     app.add_option("--batch", options.batch, "Requests handed out per batch")
         ->check(CLI::Range(1U, 1U << 20U));
+    app.add_option("--task-buffer", options.task_buffer,
+                   "mxtasking: tasks a worker takes from its pool per round")
+        ->check(CLI::Range(1U, 4096U));
     app.add_option("--prefetch-distance", options.prefetch_distance, "mxtasking: static prefetch distance")
         ->check(CLI::Range(0U, 64U));
     app.add_flag("--dynamic-prefetch", options.dynamic_prefetch, "mxtasking: dynamic prefetch distance");
@@ -225,6 +232,9 @@ int main(int argc, char **argv) {
     app.add_option("--read-prefetch-eighths", options.read_prefetch_eighths,
                    "mxtasking: eighths of the key array prefetched for reading steps")
         ->check(CLI::Range(0U, 8U));
+    app.add_option("--bypass-level", options.bypass_min_level,
+                   "mxtasking: steps into nodes on this level or above bypass the task pool (0 = never)")
+        ->check(CLI::Range(0, 64));
     app.add_option("--seed", options.workload.seed, "Request generator seed");
     app.add_option("-o,--csv", options.csv, "CSV file to write");
     app.add_flag("-q,--quiet", options.quiet, "No progress lines");

@@ -105,12 +105,14 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
     tasking::RuntimeConfig runtime_config;
     runtime_config.workers = config.workers;
     runtime_config.prefetch_distance = config.prefetch_distance;
+    runtime_config.task_buffer_size = config.task_buffer;
     runtime_config.dynamic_prefetch = config.dynamic_prefetch;
     tasking::Runtime runtime{runtime_config};
     index::blinktree::TreeConfig tree_config;
     tree_config.primitive = parse_primitive(config.primitive);
     tree_config.prefetch_hints = config.prefetch_hints;
     tree_config.read_prefetch_eighths = config.read_prefetch_eighths;
+    tree_config.bypass_min_level = config.bypass_min_level;
     RunResult result;
     {
         Tree tree{runtime, tree_config};

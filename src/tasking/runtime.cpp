@@ -290,6 +290,13 @@ void Worker::execute_sampled(Task &task) noexcept {
 }
 
 void Worker::execute(Task &task) noexcept {
+    _bypass_chain = 0;
+    for (Task *next = execute_one(task); next != nullptr;) {
+        next = execute_one(*next);
+    }
+}
+
+Task *Worker::execute_one(Task &task) noexcept {
     TaskContext context{*this};
     _running = &task; // spawns from the task (and its successor) see its epoch
     TaskResult result = TaskResult::done();
@@ -306,20 +313,40 @@ void Worker::execute(Task &task) noexcept {
         _running = nullptr;
         _pool.push_local(task);
         bump(_shared.completed[epoch], 1, std::memory_order_release);
-        return;
+        return nullptr;
     }
     if (result.action() == TaskResult::Action::suspend) [[unlikely]] {
         _running = nullptr;
         park(task);
-        return;
+        return nullptr;
     }
-    complete(task, result);
+    return complete(task, result);
 }
 
-void Worker::complete(Task &task, const TaskResult &result) noexcept {
+bool Worker::bypassable(const Task &task) const noexcept {
+    if (task.squad() != nullptr || task.target_region() != any_region ||
+        (task.target_worker() != any_worker && task.target_worker() != _id)) {
+        return false;
+    }
+    return !routed_to_owner(task) || worker_of(task.resource()) == _id;
+}
+
+Task *Worker::complete(Task &task, const TaskResult &result) noexcept {
     const std::uint8_t epoch = RuntimeCore::epoch_of(task);
-    if (result.next() != nullptr) {
-        spawn(*result.next());
+    Task *run_now = nullptr;
+    if (Task *next = result.next(); next != nullptr) {
+        if (result.bypasses() && _bypass_chain < max_bypass_chain && bypassable(*next)) {
+            // Counted as a spawn (the epoch stamp included) before this task counts as completed,
+            // exactly like a successor that goes through the pool.
+            MX_ASSERT(!_in_optimistic_read, "bypass successors are handed over after validation");
+            MX_ASSERT(next != &task || result.action() == TaskResult::Action::keep,
+                      "a task cannot hand itself over and be removed");
+            ++_bypass_chain;
+            count_spawn(*next);
+            run_now = next;
+        } else {
+            spawn(*next);
+        }
     }
     if (result.action() == TaskResult::Action::remove) [[likely]] {
         destroy(task);
@@ -335,6 +362,7 @@ void Worker::complete(Task &task, const TaskResult &result) noexcept {
     if (++_tasks_since_epoch_check >= _epoch_check_tasks) [[unlikely]] {
         epoch_duties();
     }
+    return run_now;
 }
 
 void Worker::park(Task &task) noexcept {
@@ -411,7 +439,9 @@ void Worker::retire_group_member(std::uint32_t slot) noexcept {
     // Finished: execute() releases the frame and yields the task's result.
     TaskContext context{*this};
     const TaskResult result = task.execute(context);
-    complete(task, result);
+    if (Task *next = complete(task, result); next != nullptr) {
+        execute(*next);
+    }
 }
 
 void Worker::resume_group_round() noexcept {

@@ -236,6 +236,7 @@ struct StressParam {
     const char *name;
     std::optional<Primitive> primitive;
     std::uint16_t workers;
+    std::uint16_t bypass_min_level{2}; // TreeConfig's default
 };
 
 class BLinkTreeStress : public ::testing::TestWithParam<StressParam> {};
@@ -249,6 +250,7 @@ TEST_P(BLinkTreeStress, ClientsMatchTheirOraclesAndTheTreeStaysValid) {
     {
         TreeConfig tree_config;
         tree_config.primitive = GetParam().primitive;
+        tree_config.bypass_min_level = GetParam().bypass_min_level;
         SmallTree tree{runtime, tree_config};
         ClientRun run;
         run.tree = &tree;
@@ -294,11 +296,19 @@ std::vector<StressParam> stress_params() {
         {"scheduling", Primitive::scheduling},
     };
     static std::vector<std::string> names;
-    names.reserve(32);
+    names.reserve(64); // params keep pointers into it: no reallocation
     for (const auto &[name, primitive] : primitives) {
         for (const std::uint16_t workers : {std::uint16_t{1}, std::uint16_t{2}, std::uint16_t{4}}) {
             names.push_back(std::string{name} + "_workers" + std::to_string(workers));
             params.push_back(StressParam{names.back().c_str(), primitive, workers});
+        }
+    }
+    // Every step through the pool (no bypass), and bypass down to the branch level.
+    for (const std::uint16_t bypass : {std::uint16_t{0}, std::uint16_t{1}}) {
+        for (const std::uint16_t workers : {std::uint16_t{1}, std::uint16_t{2}, std::uint16_t{4}}) {
+            names.push_back("cost_model_bypass" + std::to_string(bypass) + "_workers" +
+                            std::to_string(workers));
+            params.push_back(StressParam{names.back().c_str(), std::nullopt, workers, bypass});
         }
     }
     return params;

@@ -490,6 +490,82 @@ TEST_P(DispatchTest, SpawnsFromSeveralOutsideThreads) {
     }
 }
 
+/// Hops by bypass (TaskResult::bypass(this)) until `hops` reached `total`. The first run
+/// queues a witness that notes how many hops it saw when it ran; every hop notes its worker.
+class BypassHopper final : public Task {
+public:
+    BypassHopper(std::uint32_t total, std::vector<std::uint16_t> &hop_workers,
+                 std::uint32_t &witness_saw) noexcept
+        : _total(total), _hop_workers(&hop_workers), _witness_saw(&witness_saw) {}
+    TaskResult execute(TaskContext &context) noexcept override {
+        _hop_workers->push_back(context.worker_id());
+        if (_hop_workers->size() == 1) {
+            // Captures the vector, not the task: the last hop destroys the task.
+            context.spawn([hops = _hop_workers, saw = _witness_saw] {
+                *saw = static_cast<std::uint32_t>(hops->size());
+            });
+        }
+        return _hop_workers->size() < _total ? TaskResult::bypass(this) : TaskResult::remove();
+    }
+
+private:
+    std::uint32_t _total;
+    std::vector<std::uint16_t> *_hop_workers; // appended by the hops, which run one after another
+    std::uint32_t *_witness_saw;
+};
+
+TEST_P(DispatchTest, BypassRunsTheSuccessorBeforeQueuedTasksButNotForever) {
+    const std::uint16_t target = static_cast<std::uint16_t>(workers() - 1);
+    const std::uint32_t total = 100;
+    std::vector<std::uint16_t> hop_workers;
+    std::uint32_t witness_saw = 0;
+    auto *hopper = runtime().new_task<BypassHopper>(total, hop_workers, witness_saw);
+    hopper->annotate(target);
+    runtime().spawn(*hopper);
+    runtime().wait();
+
+    ASSERT_EQ(hop_workers.size(), total);
+    EXPECT_TRUE(std::all_of(hop_workers.begin(), hop_workers.end(), [target](std::uint16_t w) {
+        return w == target;
+    })) << "a bypassed successor runs on the worker that ran its predecessor";
+    // The witness was queued before the first bypass: bypassed hops run ahead of it, but a
+    // worker bypasses only a few tasks in a row, so it runs long before the chain ends.
+    EXPECT_GT(witness_saw, 1U) << "the bypassed successor ran only after a queued task";
+    EXPECT_LT(witness_saw, total) << "a bypass chain starved the worker's queued tasks";
+    EXPECT_EQ(runtime().live_tasks(), 0U);
+}
+
+TEST_P(DispatchTest, BypassToATaskRoutedElsewhereSpawnsIt) {
+    const std::uint16_t n = workers();
+    std::vector<PaddedCounter> misplaced(n);
+    std::atomic<std::uint64_t> ran{0};
+    // Every worker hands a successor for every worker over by bypass: the ones for other workers
+    // (and for squads, regions) must go through the pools of those workers instead.
+    for (std::uint16_t from = 0; from < n; ++from) {
+        for (std::uint16_t to = 0; to < n; ++to) {
+            runtime().spawn(
+                [&, to](TaskContext &context) {
+                    auto *next = context.new_task([&, to](TaskContext &inner) {
+                        if (inner.worker_id() != to) {
+                            misplaced[to].value.fetch_add(1, std::memory_order_relaxed);
+                        }
+                        ran.fetch_add(1, std::memory_order_relaxed);
+                    });
+                    next->annotate(to);
+                    return TaskResult::bypass_and_remove(next);
+                },
+                on_worker(from));
+        }
+    }
+    runtime().wait();
+
+    EXPECT_EQ(ran.load(), std::uint64_t{n} * n);
+    for (std::uint16_t w = 0; w < n; ++w) {
+        EXPECT_EQ(misplaced[w].value.load(), 0U) << "successor for worker " << w << " ran elsewhere";
+    }
+    EXPECT_EQ(runtime().live_tasks(), 0U);
+}
+
 MX_INSTANTIATE_RUNTIME_SUITE(DispatchTest);
 
 } // namespace

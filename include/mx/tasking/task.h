@@ -32,6 +32,19 @@ public:
     static constexpr TaskResult successor(Task *next) noexcept { return {next, Action::keep}; }
     /// Dispatch `next`, then destroy this task.
     static constexpr TaskResult successor_and_remove(Task *next) noexcept { return {next, Action::remove}; }
+    /// Runs `next` on this worker right after this task (scheduler bypass): no trip through the
+    /// task pool, so no queueing and no prefetch; the task itself is kept. Meant for successors
+    /// whose data is in cache anyway (the few nodes of a tree's upper levels) or that have none
+    /// (delivering the result of a validated read): a dispatch costs more than it hides there.
+    /// `next` still runs under its resource's primitive, and only after this task's optimistic
+    /// read was validated. A successor that must run elsewhere (target worker or region, squad,
+    /// a scheduled resource of another worker) is spawned as usual, and a worker bypasses at most
+    /// a few tasks in a row before it spawns one, so a bypass chain cannot starve the pool.
+    static constexpr TaskResult bypass(Task *next) noexcept { return {next, Action::keep, true}; }
+    /// bypass(next), then destroy this task.
+    static constexpr TaskResult bypass_and_remove(Task *next) noexcept {
+        return {next, Action::remove, true};
+    }
     /// Ask the runtime to stop: workers leave their loops; Runtime::wait() returns.
     static constexpr TaskResult stop() noexcept { return {nullptr, Action::stop}; }
     /// Coroutine tasks only (CoroutineTask): the body suspended; the worker parks the task in
@@ -40,11 +53,15 @@ public:
 
     [[nodiscard]] Task *next() const noexcept { return _successor; }
     [[nodiscard]] Action action() const noexcept { return _action; }
+    /// Whether next() asks for the scheduler bypass (bypass()).
+    [[nodiscard]] bool bypasses() const noexcept { return _bypass; }
 
 private:
-    constexpr TaskResult(Task *successor, Action action) noexcept : _successor(successor), _action(action) {}
+    constexpr TaskResult(Task *successor, Action action, bool bypass = false) noexcept
+        : _successor(successor), _action(action), _bypass(bypass) {}
     Task *_successor;
     Action _action;
+    bool _bypass;
 };
 
 namespace detail {

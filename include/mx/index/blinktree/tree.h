@@ -65,6 +65,12 @@ struct TreeConfig {
     std::uint32_t write_prefetch_eighths{8};
     /// Off: no hints; the runtime then prefetches the first line of each node only.
     bool prefetch_hints{true};
+    /// Steps into nodes on this level or above run right after the step that found them
+    /// (TaskResult::bypass) instead of going through the worker's pool: the upper levels are a
+    /// few nodes that stay in cache, so a prefetch hides nothing there and the dispatch is pure
+    /// overhead. Branch nodes (level 1) and leaves are far more numerous and keep their prefetch.
+    /// 0 = never bypass.
+    std::uint16_t bypass_min_level{2};
 };
 
 /// Completion object for callers outside the runtime: pass listener(), then wait().
@@ -270,11 +276,18 @@ private:
         std::uint32_t count;
     };
 
+    /// The result of a step that moved this task to a node on `level`.
+    [[nodiscard]] tasking::TaskResult next_step(std::uint16_t level) noexcept {
+        const std::uint16_t bypass_from = _tree->_config.bypass_min_level;
+        return bypass_from != 0 && level >= bypass_from ? tasking::TaskResult::bypass(this)
+                                                        : tasking::TaskResult::successor(this);
+    }
+
     tasking::TaskResult read_step(tasking::TaskContext &context, NodeRef ref, const NodeType &node) noexcept {
         const Key key = search_key();
         if (node.beyond(key)) {
             move_to(node.right, tasking::AccessMode::read_only);
-            return tasking::TaskResult::successor(this);
+            return next_step(node.level);
         }
         if (!node.is_leaf()) {
             if (_request.operation == Operation::insert_separator && node.level == _target_level) {
@@ -288,7 +301,7 @@ private:
                                          : node.is_branch() && writes_leaf();
             _parent = ref;
             move_to(child, write_child ? tasking::AccessMode::write : tasking::AccessMode::read_only);
-            return tasking::TaskResult::successor(this);
+            return next_step(static_cast<std::uint16_t>(node.level - 1));
         }
         if (_request.operation == Operation::scan) {
             return scan_leaf(context, ref, node);
@@ -389,7 +402,7 @@ private:
         }
         annotate(tasking::ResourcePtr{}, tasking::AccessMode::none);
         annotate(tasking::PrefetchHint{});
-        return tasking::TaskResult::successor(this);
+        return tasking::TaskResult::bypass(this); // nothing to prefetch: deliver right after validation
     }
 
     [[nodiscard]] Key search_key() const noexcept {

@@ -108,6 +108,10 @@ private:
 
 using util::bump;
 
+/// Successors a worker runs by bypass in a row (TaskResult::bypass) before it spawns the next
+/// one into its pool: enough for a tree's upper levels, few enough that queued tasks still run.
+inline constexpr std::uint32_t max_bypass_chain = 8;
+
 /// Tasks are stamped with the global epoch (mod epoch_buckets) when dispatched; per-bucket
 /// spawned/completed counters tell when no task of an epoch is in flight any more.
 inline constexpr std::uint32_t epoch_buckets = 4;
@@ -175,9 +179,15 @@ public:
 
 private:
     friend class RuntimeCore;
+    /// Runs the task and the successors it hands over by bypass.
     void execute(Task &task) noexcept;
-    /// After a task finished: successor, remove/stop, completion count, epoch duties.
-    void complete(Task &task, const TaskResult &result) noexcept;
+    /// Runs one task; returns the successor to run right away (bypass) or nullptr.
+    Task *execute_one(Task &task) noexcept;
+    /// After a task finished: successor, remove/stop, completion count, epoch duties. Returns
+    /// the successor to run right away (already counted as spawned) or nullptr.
+    Task *complete(Task &task, const TaskResult &result) noexcept;
+    /// Whether a successor may run here at once: it is not routed to another worker or a squad.
+    [[nodiscard]] bool bypassable(const Task &task) const noexcept;
     /// A coroutine task suspended: keep it in the group; while the group is full, resume it.
     void park(Task &task) noexcept;
     /// Resumes the parked coroutine task at the cursor; a finished one leaves a hole.
@@ -259,6 +269,7 @@ private:
     std::uint32_t _group_slots{0};    // slots in use, parked tasks and holes
     std::uint32_t _group_cursor{0};   // slot resumed next
     Task *_running{nullptr};          // task in execute(), for epoch inheritance
+    std::uint32_t _bypass_chain{0};   // successors run by bypass since execute() began
     std::uint8_t _local_epoch{0};     // global epoch mod buckets, refreshed per buffer
     bool _in_optimistic_read{false};  // spawning then is a bug (the read may be repeated)
     std::uint32_t _tasks_since_epoch_check{0};

@@ -34,16 +34,41 @@ inline void pause() noexcept {
 
 enum class PrefetchMode : std::uint8_t { temporal, non_temporal, for_write };
 
+/// One prefetch in a mode fixed at compile time. On x86 an asm statement: GCC 12 may delete a
+/// loop whose body is nothing but __builtin_prefetch (it has no side effects, so the finite loop
+/// may go), which silently switches prefetching off; an asm volatile statement always stays.
+template <PrefetchMode Mode>
+inline void prefetch_line(const void *address) noexcept {
+#if defined(__x86_64__)
+    // The address goes in as a register, not as a memory operand: prefetching an address that is
+    // not (or no longer) valid is fine, but a dereference in the asm would tell the compiler it is.
+    if constexpr (Mode == PrefetchMode::for_write) {
+#if defined(__PRFCHW__)
+        asm volatile("prefetchw (%0)" : : "r"(address));
+#else
+        asm volatile("prefetcht0 (%0)" : : "r"(address)); // what the compiler emits without PRFCHW
+#endif
+    } else if constexpr (Mode == PrefetchMode::non_temporal) {
+        asm volatile("prefetchnta (%0)" : : "r"(address));
+    } else {
+        asm volatile("prefetcht0 (%0)" : : "r"(address));
+    }
+#else
+    __builtin_prefetch(address, Mode == PrefetchMode::for_write ? 1 : 0,
+                       Mode == PrefetchMode::non_temporal ? 0 : 3);
+#endif
+}
+
 inline void prefetch(const void *address, PrefetchMode mode = PrefetchMode::temporal) noexcept {
     switch (mode) {
     case PrefetchMode::temporal:
-        __builtin_prefetch(address, 0, 3);
+        prefetch_line<PrefetchMode::temporal>(address);
         break;
     case PrefetchMode::non_temporal:
-        __builtin_prefetch(address, 0, 0);
+        prefetch_line<PrefetchMode::non_temporal>(address);
         break;
     case PrefetchMode::for_write:
-        __builtin_prefetch(address, 1, 3);
+        prefetch_line<PrefetchMode::for_write>(address);
         break;
     }
 }

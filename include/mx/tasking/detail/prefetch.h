@@ -31,38 +31,25 @@ inline std::uint32_t prefetch_lines(const Task &task) noexcept {
 
 /// Prefetches the lines of `mask` (bit i = line i from `base`) in one mode. The mode is a
 /// template argument so the loop holds nothing but the bit scan and the prefetch: a tree node
-/// step names five to sixteen lines, and this loop runs once per dispatched task. On x86 the
-/// prefetch is an asm statement: GCC 12 deletes a loop whose body is only __builtin_prefetch
-/// (no side effects, so a finite loop may go), which silently switched prefetching off.
-template <int Write, int Locality>
+/// step names five to sixteen lines, and this loop runs once per dispatched task.
+template <system::PrefetchMode Mode>
 inline void prefetch_mask(const std::byte *base, std::uint64_t mask) noexcept {
     for (; mask != 0; mask &= mask - 1) {
-        const std::byte *line =
-            base + static_cast<std::size_t>(std::countr_zero(mask)) * system::cache_line_size;
-#if defined(__x86_64__)
-        if constexpr (Write != 0) {
-            asm volatile("prefetchw %0" : : "m"(*line));
-        } else if constexpr (Locality == 0) {
-            asm volatile("prefetchnta %0" : : "m"(*line));
-        } else {
-            asm volatile("prefetcht0 %0" : : "m"(*line));
-        }
-#else
-        __builtin_prefetch(line, Write, Locality);
-#endif
+        system::prefetch_line<Mode>(base + static_cast<std::size_t>(std::countr_zero(mask)) *
+                                               system::cache_line_size);
     }
 }
 
 inline void prefetch_mask(const std::byte *base, std::uint64_t mask, system::PrefetchMode mode) noexcept {
     switch (mode) {
     case system::PrefetchMode::temporal:
-        prefetch_mask<0, 3>(base, mask);
+        prefetch_mask<system::PrefetchMode::temporal>(base, mask);
         return;
     case system::PrefetchMode::non_temporal:
-        prefetch_mask<0, 0>(base, mask);
+        prefetch_mask<system::PrefetchMode::non_temporal>(base, mask);
         return;
     case system::PrefetchMode::for_write:
-        prefetch_mask<1, 3>(base, mask);
+        prefetch_mask<system::PrefetchMode::for_write>(base, mask);
         return;
     }
 }

@@ -323,22 +323,13 @@ Task *Worker::execute_one(Task &task) noexcept {
     return complete(task, result);
 }
 
-bool Worker::bypassable(const Task &task) const noexcept {
-    if (task.squad() != nullptr || task.target_region() != any_region ||
-        (task.target_worker() != any_worker && task.target_worker() != _id)) {
-        return false;
-    }
-    return !routed_to_owner(task) || worker_of(task.resource()) == _id;
-}
-
 Task *Worker::complete(Task &task, const TaskResult &result) noexcept {
     const std::uint8_t epoch = RuntimeCore::epoch_of(task);
     Task *run_now = nullptr;
     if (Task *next = result.next(); next != nullptr) {
-        if (result.bypasses() && _bypass_chain < max_bypass_chain && bypassable(*next)) {
+        if (result.bypasses() && _bypass_chain < max_bypass_chain && stays_here(*next)) {
             // Counted as a spawn (the epoch stamp included) before this task counts as completed,
             // exactly like a successor that goes through the pool.
-            MX_ASSERT(!_in_optimistic_read, "bypass successors are handed over after validation");
             MX_ASSERT(next != &task || result.action() == TaskResult::Action::keep,
                       "a task cannot hand itself over and be removed");
             ++_bypass_chain;

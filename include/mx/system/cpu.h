@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -59,18 +60,25 @@ inline void prefetch_line(const void *address) noexcept {
 #endif
 }
 
-inline void prefetch(const void *address, PrefetchMode mode = PrefetchMode::temporal) noexcept {
+/// Calls `body(std::integral_constant<PrefetchMode, mode>{})`: turns a run-time mode into a
+/// compile-time one once, so a loop of prefetches inside `body` holds no test of the mode.
+template <class Body>
+inline void with_prefetch_mode(PrefetchMode mode, Body &&body) noexcept {
     switch (mode) {
     case PrefetchMode::temporal:
-        prefetch_line<PrefetchMode::temporal>(address);
-        break;
+        body(std::integral_constant<PrefetchMode, PrefetchMode::temporal>{});
+        return;
     case PrefetchMode::non_temporal:
-        prefetch_line<PrefetchMode::non_temporal>(address);
-        break;
+        body(std::integral_constant<PrefetchMode, PrefetchMode::non_temporal>{});
+        return;
     case PrefetchMode::for_write:
-        prefetch_line<PrefetchMode::for_write>(address);
-        break;
+        body(std::integral_constant<PrefetchMode, PrefetchMode::for_write>{});
+        return;
     }
+}
+
+inline void prefetch(const void *address, PrefetchMode mode = PrefetchMode::temporal) noexcept {
+    with_prefetch_mode(mode, [address](auto fixed) noexcept { prefetch_line<fixed.value>(address); });
 }
 
 } // namespace mx::system

@@ -29,31 +29,6 @@ inline std::uint32_t prefetch_lines(const Task &task) noexcept {
     return 0U;
 }
 
-/// Prefetches the lines of `mask` (bit i = line i from `base`) in one mode. The mode is a
-/// template argument so the loop holds nothing but the bit scan and the prefetch: a tree node
-/// step names five to sixteen lines, and this loop runs once per dispatched task.
-template <system::PrefetchMode Mode>
-inline void prefetch_mask(const std::byte *base, std::uint64_t mask) noexcept {
-    for (; mask != 0; mask &= mask - 1) {
-        system::prefetch_line<Mode>(base + static_cast<std::size_t>(std::countr_zero(mask)) *
-                                               system::cache_line_size);
-    }
-}
-
-inline void prefetch_mask(const std::byte *base, std::uint64_t mask, system::PrefetchMode mode) noexcept {
-    switch (mode) {
-    case system::PrefetchMode::temporal:
-        prefetch_mask<system::PrefetchMode::temporal>(base, mask);
-        return;
-    case system::PrefetchMode::non_temporal:
-        prefetch_mask<system::PrefetchMode::non_temporal>(base, mask);
-        return;
-    case system::PrefetchMode::for_write:
-        prefetch_mask<system::PrefetchMode::for_write>(base, mask);
-        return;
-    }
-}
-
 /// Issues the prefetches a task's annotations ask for: the hint's lines, or the callback, and
 /// the header line of a synchronized resource (its latch or version is touched first).
 inline void prefetch_task_data(const Task &task) noexcept {
@@ -73,13 +48,22 @@ inline void prefetch_task_data(const Task &task) noexcept {
         return;
     case PrefetchHint::Kind::size: {
         const std::uint64_t lines = (hint.payload() + system::cache_line_size - 1) / system::cache_line_size;
-        for (std::uint64_t line = 0; line < lines; ++line) {
-            system::prefetch(base + line * system::cache_line_size, hint.mode());
-        }
+        // The mode is fixed once per hint, so the loops hold only the address and the prefetch
+        // (a tree node step names five to sixteen lines, once per dispatched task).
+        system::with_prefetch_mode(hint.mode(), [base, lines](auto mode) noexcept {
+            for (std::uint64_t line = 0; line < lines; ++line) {
+                system::prefetch_line<mode.value>(base + line * system::cache_line_size);
+            }
+        });
         return;
     }
     case PrefetchHint::Kind::mask:
-        prefetch_mask(base, hint.payload(), hint.mode());
+        system::with_prefetch_mode(hint.mode(), [base, mask = hint.payload()](auto mode) mutable noexcept {
+            for (; mask != 0; mask &= mask - 1) {
+                system::prefetch_line<mode.value>(base + static_cast<std::size_t>(std::countr_zero(mask)) *
+                                                             system::cache_line_size);
+            }
+        });
         return;
     case PrefetchHint::Kind::callback:
         hint.function()(task);

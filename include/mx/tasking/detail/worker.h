@@ -186,8 +186,10 @@ private:
     /// After a task finished: successor, remove/stop, completion count, epoch duties. Returns
     /// the successor to run right away (already counted as spawned) or nullptr.
     Task *complete(Task &task, const TaskResult &result) noexcept;
-    /// Whether a successor may run here at once: it is not routed to another worker or a squad.
-    [[nodiscard]] bool bypassable(const Task &task) const noexcept;
+    /// Whether the task's annotations keep it on this worker (no squad, region, other target
+    /// worker, or scheduled resource of another worker): spawn() queues it locally, a bypass
+    /// runs it at once.
+    [[nodiscard]] bool stays_here(const Task &task) const noexcept;
     /// A coroutine task suspended: keep it in the group; while the group is full, resume it.
     void park(Task &task) noexcept;
     /// Resumes the parked coroutine task at the cursor; a finished one leaves a hole.
@@ -444,11 +446,18 @@ inline bool routed_to_owner(const Task &task) noexcept {
            (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write);
 }
 
+inline bool Worker::stays_here(const Task &task) const noexcept {
+    if (task.squad() != nullptr || task.target_region() != any_region ||
+        (task.target_worker() != any_worker && task.target_worker() != _id)) {
+        return false;
+    }
+    return !routed_to_owner(task) || worker_of(task.resource()) == _id;
+}
+
 inline void Worker::spawn(Task &task) noexcept {
     MX_ASSERT(!_in_optimistic_read,
               "an optimistic reader may run again: return successors via TaskResult instead of spawning");
-    if (task.squad() == nullptr && task.target_worker() == any_worker && task.target_region() == any_region &&
-        !routed_to_owner(task)) [[likely]] {
+    if (stays_here(task)) [[likely]] {
         count_spawn(task);
         push_local(task);
         return;

@@ -540,7 +540,7 @@ TEST_P(DispatchTest, BypassToATaskRoutedElsewhereSpawnsIt) {
     std::vector<PaddedCounter> misplaced(n);
     std::atomic<std::uint64_t> ran{0};
     // Every worker hands a successor for every worker over by bypass: the ones for other workers
-    // (and for squads, regions) must go through the pools of those workers instead.
+    // must go through the pools of those workers instead.
     for (std::uint16_t from = 0; from < n; ++from) {
         for (std::uint16_t to = 0; to < n; ++to) {
             runtime().spawn(

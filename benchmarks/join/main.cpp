@@ -39,6 +39,7 @@ struct Variant {
     std::uint32_t capacity;
     bool fuse_probe{true};
     std::uint32_t fragments_per_chunk{mx::join::MicroJoinConfig{}.fragments_per_chunk};
+    std::uint32_t table_slots{mx::join::MicroJoinConfig{}.table_slots_per_worker};
 };
 
 std::vector<Variant> all_variants(const std::vector<std::uint32_t> &capacities) {
@@ -58,13 +59,18 @@ std::vector<Variant> all_variants(const std::vector<std::uint32_t> &capacities) 
         variants.push_back({name + "_nowc_phased", true, 0, false, capacity, false});
         // Every fragment from the producer's counter, scattered among all partitions.
         variants.push_back({name + "_scattered", true, 0, true, capacity, true, 1});
+        // Every hash table in its own slice of one arena instead of a reused per-worker slot.
+        variants.push_back({name + "_arena", true, 0, true, capacity, true,
+                            mx::join::MicroJoinConfig{}.fragments_per_chunk, 0});
     }
     return variants;
 }
 
 bool is_ablation(const Variant &variant) {
+    const mx::join::MicroJoinConfig defaults;
     return variant.micro && (!variant.combining || !variant.fuse_probe ||
-                             variant.fragments_per_chunk != mx::join::MicroJoinConfig{}.fragments_per_chunk);
+                             variant.fragments_per_chunk != defaults.fragments_per_chunk ||
+                             variant.table_slots != defaults.table_slots_per_worker);
 }
 
 double median(std::vector<double> values) {
@@ -145,7 +151,7 @@ int main(int argc, char **argv) {
             std::cerr << "mx_bench_join: unknown variant '" << name
                       << "' (classic_1pass, classic_1pass_swwcb, "
                       << "classic_2pass, classic_2pass_swwcb, micro_<capacity>[_nowc][_phased], "
-                         "micro_<capacity>_scattered for each "
+                         "micro_<capacity>_scattered, micro_<capacity>_arena for each "
                       << "--fragment-capacities)\n";
             return 2;
         }
@@ -198,8 +204,8 @@ int main(int argc, char **argv) {
                     }
                     m.micro = std::make_unique<mx::join::MicroRadixJoin>(
                         *runtime, build.span(), probe.span(),
-                        mx::join::MicroJoinConfig{bits, variant.capacity, variant.combining,
-                                                  variant.fuse_probe, variant.fragments_per_chunk});
+                        mx::join::MicroJoinConfig{bits, variant.capacity, variant.combining, variant.fuse_probe,
+                                                  variant.fragments_per_chunk, variant.table_slots});
                 } else {
                     // Plain threads compete with nothing: the runtime's idle workers sleep.
                     m.classic = std::make_unique<mx::join::ClassicRadixJoin>(

@@ -140,15 +140,19 @@ TEST_P(MicroRadixJoinTest, MatchesReference) {
                 for (const bool fuse : {false, true}) {
                     // Chunks of 1 (scattered fragments), 3, 6 and 8 fragments per partition.
                     const std::uint32_t chunk = 1U + (combining ? 2U : 0U) + (fuse ? 5U : 0U);
+                    // Fused: table slots per worker, none (arena only), one (most tables fall
+                    // back to the arena while a slot is taken) or the default.
+                    const std::uint32_t slots = !fuse ? 0U : combining ? 64U : capacity % 2 == 0 ? 1U : 0U;
                     MicroRadixJoin join{runtime, workload.build.span(), workload.probe.span(),
-                                        MicroJoinConfig{bits, capacity, combining, fuse, chunk}};
+                                        MicroJoinConfig{bits, capacity, combining, fuse, chunk, slots}};
                     const JoinResult first = join.run();
                     JoinTimings timings;
                     const JoinResult second = join.run(&timings); // squads and arenas are reusable
                     const std::string where =
                         workload.name + " bits=" + std::to_string(bits) +
                         " capacity=" + std::to_string(capacity) + " wc=" + std::to_string(combining) +
-                        " fuse=" + std::to_string(fuse) + " chunk=" + std::to_string(chunk);
+                        " fuse=" + std::to_string(fuse) + " chunk=" + std::to_string(chunk) +
+                        " slots=" + std::to_string(slots);
                     EXPECT_EQ(first, expected) << where;
                     EXPECT_EQ(second, expected) << where;
                     EXPECT_EQ(runtime.live_tasks(), 0U) << where;

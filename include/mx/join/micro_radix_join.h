@@ -44,6 +44,9 @@ struct MicroJoinConfig {
     /// its partitions (1 = every fragment from the producer's counter, scattered among all
     /// partitions). Costs up to one chunk of slack per partition and producer.
     std::uint32_t fragments_per_chunk{8};
+    /// Fused schedule: hash-table slots per worker, reused from partition to partition while
+    /// still in the core's cache (0 = every table in its own slice of a cold arena).
+    std::uint32_t table_slots_per_worker{64};
 };
 
 class MicroRadixJoin {
@@ -57,8 +60,9 @@ public:
           _build_squads(std::make_unique<tasking::Squad[]>(_partitions)),
           _probe_squads(std::make_unique<tasking::Squad[]>(_partitions)), _table_tuples(build.size()),
           _table_next(build.size()), _table_heads(2 * build.size() + _partitions), _tables(_partitions),
-          _table_ready(_partitions), _builds_left(_partitions), _partition_offsets(_partitions + 1),
-          _head_offsets(_partitions), _accumulators(runtime.worker_count()) {
+          _table_ready(_partitions), _builds_left(_partitions), _probes_left(_partitions),
+          _table_slot(_partitions, no_slot), _partition_offsets(_partitions + 1), _head_offsets(_partitions),
+          _slot_pools(runtime.worker_count()), _accumulators(runtime.worker_count()) {
         MX_ASSERT(config.fragment_capacity >= 1, "fragments hold at least one tuple");
         MX_ASSERT(config.radix_bits >= 1 && config.radix_bits <= 20, "radix bits out of range");
         _config.write_combining =
@@ -81,12 +85,16 @@ public:
             _probe_squad_list.push_back(&_probe_squads[p]);
         }
         _table_tuples.prefault();
+        if (_config.fuse_probe && _config.table_slots_per_worker > 0) {
+            prepare_slots(build.size());
+        }
     }
 
     JoinResult run(JoinTimings *timings = nullptr) {
         const auto start = std::chrono::steady_clock::now();
         const std::uint64_t start_cycles = system::cycles();
         std::fill(_accumulators.begin(), _accumulators.end(), Accumulator{});
+        reset_slot_pools();
 
         // Partition phase: one producer task per worker and relation; full fragments queue in
         // the squads, which do not count for wait() until published.
@@ -328,6 +336,63 @@ private:
         _mm_sfence();
     }
 
+    /// Table slots for the fused schedule: a partition's table lives from its first build task to
+    /// its last probe task, all on one worker, so each worker reuses a few slots (most recently
+    /// freed first, still in its cache) instead of touching a fresh slice of the arena for every
+    /// partition. A slot holds twice the average partition; larger partitions (skew) and
+    /// partitions that find no free slot use their arena slice.
+    void prepare_slots(std::size_t build_size) {
+        _slot_capacity = std::max<std::size_t>(1, 2 * build_size / _partitions);
+        _slot_buckets = PartitionHashTable::bucket_count_for(_slot_capacity);
+        const std::size_t slots = _slot_pools.size() * _config.table_slots_per_worker;
+        _slot_heads.resize(slots * _slot_buckets);
+        _slot_next.resize(slots * _slot_capacity);
+        _slot_tuples = TupleBuffer{slots * _slot_capacity};
+        _slot_tuples.prefault();
+    }
+
+    void reset_slot_pools() noexcept {
+        if (_slot_capacity == 0) {
+            return; // no slots
+        }
+        const std::size_t slots = _config.table_slots_per_worker;
+        for (std::size_t w = 0; w < _slot_pools.size(); ++w) {
+            std::vector<std::uint32_t> &free = _slot_pools[w].free;
+            free.clear();
+            // Popped from the back: slot w * slots first.
+            for (std::size_t i = slots; i-- > 0;) {
+                free.push_back(static_cast<std::uint32_t>(w * slots + i));
+            }
+        }
+    }
+
+    /// The table of partition p in a free slot of `worker`, or in p's arena slice.
+    PartitionHashTable make_table(std::uint16_t worker, std::size_t p, std::size_t size) noexcept {
+        if (size <= _slot_capacity) { // 0 without slots (not fused, or none configured)
+            if (std::vector<std::uint32_t> &free = _slot_pools[worker].free; !free.empty()) {
+                const std::uint32_t slot = free.back();
+                free.pop_back();
+                _table_slot[p] = slot;
+                return PartitionHashTable{_slot_heads.data() + slot * _slot_buckets,
+                                          _slot_next.data() + slot * _slot_capacity,
+                                          _slot_tuples.data() + slot * _slot_capacity, size, _config.radix_bits};
+            }
+        }
+        _table_slot[p] = no_slot;
+        return PartitionHashTable{_table_heads.data() + _head_offsets[p], _table_next.data() + _partition_offsets[p],
+                                  _table_tuples.data() + _partition_offsets[p], size, _config.radix_bits};
+    }
+
+    /// After p's last probe task (or its last build task when p has nothing to probe).
+    void release_table(std::uint16_t worker, std::size_t p) noexcept {
+        if (_table_slot[p] != no_slot) {
+            // The slot goes to the worker that ran the probes (the builder: fused squads run on
+            // it); a pool is only ever touched by tasks on its own worker.
+            _slot_pools[worker].free.push_back(_table_slot[p]);
+            _table_slot[p] = no_slot;
+        }
+    }
+
     /// Gives each partition its slice of the table arena (exact size from the producers' counts).
     void lay_out_tables() noexcept {
         std::size_t offset = 0;
@@ -335,9 +400,13 @@ private:
         for (std::size_t p = 0; p < _partitions; ++p) {
             std::size_t size = 0;
             _builds_left[p] = 0;
+            _probes_left[p] = 0;
             for (const Producer &producer : _build_producers) {
                 size += producer.counts[p];
                 _builds_left[p] += producer.emitted[p];
+            }
+            for (const Producer &producer : _probe_producers) {
+                _probes_left[p] += producer.emitted[p];
             }
             _partition_offsets[p] = offset;
             _table_ready[p] = 0;
@@ -365,10 +434,8 @@ private:
                     }
                 }
             }
-            const std::size_t size = _partition_offsets[p + 1] - _partition_offsets[p];
-            _tables[p] = PartitionHashTable{
-                _table_heads.data() + _head_offsets[p], _table_next.data() + _partition_offsets[p],
-                _table_tuples.data() + _partition_offsets[p], size, _config.radix_bits};
+            _tables[p] = make_table(context.worker_id(), p,
+                                    _partition_offsets[p + 1] - _partition_offsets[p]);
             _table_ready[p] = 1;
         }
         // A local copy: its pointers stay in registers across the loop (the member could alias
@@ -381,6 +448,9 @@ private:
         if (--_builds_left[p] == 0 && _config.fuse_probe) {
             // The table is complete and in this core's cache: probe it here, now.
             context.publish(_probe_squads[p]);
+            if (_probes_left[p] == 0) {
+                release_table(context.worker_id(), p);
+            }
         }
     }
 
@@ -403,6 +473,9 @@ private:
         }
         _accumulators[worker].result.matches += local.matches;
         _accumulators[worker].result.checksum += local.checksum;
+        if (--_probes_left[p] == 0) {
+            release_table(worker, p);
+        }
     }
 
     tasking::Runtime &_runtime;
@@ -430,9 +503,27 @@ private:
     // Build tasks of the partition still to run; set by run() between phases, counted down by the
     // worker running the partition's build squad.
     std::vector<std::uint32_t> _builds_left;
+    // Probe tasks of the partition still to run (same writers as _builds_left, probe squads).
+    std::vector<std::uint32_t> _probes_left;
+    // Slot of the partition's table or no_slot (arena); written by the worker running the
+    // partition's squads.
+    std::vector<std::uint32_t> _table_slot;
     // Written by run() between phases, read by the build and probe tasks.
     std::vector<std::size_t> _partition_offsets;
     std::vector<std::size_t> _head_offsets;
+    // Fused schedule only: table_slots_per_worker slots per worker. A pool (free slots, most
+    // recently freed last) is reset by run() between phases and otherwise used only by tasks
+    // running on its worker; a line each.
+    static constexpr std::uint32_t no_slot = ~std::uint32_t{0};
+    struct alignas(system::cache_line_size) SlotPool {
+        std::vector<std::uint32_t> free;
+    };
+    std::size_t _slot_capacity{0}; // tuples per slot (0: no slots)
+    std::size_t _slot_buckets{0};  // buckets per slot
+    std::vector<std::uint32_t> _slot_heads;
+    std::vector<std::uint32_t> _slot_next;
+    TupleBuffer _slot_tuples;
+    std::vector<SlotPool> _slot_pools;
     std::vector<Accumulator> _accumulators;
 };
 

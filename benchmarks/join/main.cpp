@@ -204,8 +204,9 @@ int main(int argc, char **argv) {
                     }
                     m.micro = std::make_unique<mx::join::MicroRadixJoin>(
                         *runtime, build.span(), probe.span(),
-                        mx::join::MicroJoinConfig{bits, variant.capacity, variant.combining, variant.fuse_probe,
-                                                  variant.fragments_per_chunk, variant.table_slots});
+                        mx::join::MicroJoinConfig{bits, variant.capacity, variant.combining,
+                                                  variant.fuse_probe, variant.fragments_per_chunk,
+                                                  variant.table_slots});
                 } else {
                     // Plain threads compete with nothing: the runtime's idle workers sleep.
                     m.classic = std::make_unique<mx::join::ClassicRadixJoin>(

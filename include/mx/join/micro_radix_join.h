@@ -13,6 +13,7 @@
 // probe squads are published after the whole build phase).
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -84,6 +85,7 @@ public:
             _build_squad_list.push_back(&_build_squads[p]);
             _probe_squad_list.push_back(&_probe_squads[p]);
         }
+        _join_squads.reserve(2 * _partitions); // filled inside a task: no allocation there
         _table_tuples.prefault();
         if (_config.fuse_probe && _config.table_slots_per_worker > 0) {
             prepare_slots(build.size());
@@ -99,31 +101,35 @@ public:
         // Partition phase: one producer task per worker and relation; full fragments queue in
         // the squads, which do not count for wait() until published.
         const auto producers = static_cast<std::uint16_t>(_build_producers.size());
+        _start = start;
+        _producers_left.store(2U * producers, std::memory_order_relaxed);
         for (std::uint16_t w = 0; w < producers; ++w) {
-            _runtime.spawn([this, w]() noexcept { partition(false, w); },
-                           tasking::Annotation{.target_worker = w});
-            _runtime.spawn([this, w]() noexcept { partition(true, w); },
-                           tasking::Annotation{.target_worker = w});
+            for (const bool probe : {false, true}) {
+                _runtime.spawn(
+                    [this, w, probe](tasking::TaskContext &context) noexcept {
+                        partition(probe, w);
+                        // Acq_rel: the last producer sees every producer's counts and squads.
+                        if (_producers_left.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+                            _config.fuse_probe) {
+                            start_join(&context);
+                        }
+                    },
+                    tasking::Annotation{.target_worker = w});
+            }
         }
-        _runtime.wait();
-        lay_out_tables();
-        const std::uint64_t partition_ns = detail::elapsed_ns(start);
-
-        const auto build_start = std::chrono::steady_clock::now();
+        std::uint64_t partition_ns = 0;
         std::uint64_t build_ns = 0;
         std::uint64_t probe_ns = 0;
         if (_config.fuse_probe) {
-            // Build squads publish their probe squads; probe squads of partitions without build
-            // tuples have no build task to do that and go out now (their tasks find no table).
-            std::vector<tasking::Squad *> squads = _build_squad_list;
-            for (std::size_t p = 0; p < _partitions; ++p) {
-                if (_builds_left[p] == 0) {
-                    squads.push_back(&_probe_squads[p]);
-                }
-            }
-            _runtime.publish(squads);
+            // The last producer lays out the tables and publishes the build squads itself: the
+            // join phase starts on the workers, without a round trip through this thread.
             _runtime.wait();
+            partition_ns = _partition_ns;
         } else {
+            _runtime.wait();
+            lay_out_tables();
+            partition_ns = detail::elapsed_ns(start);
+            const auto build_start = std::chrono::steady_clock::now();
             _runtime.publish(_build_squad_list);
             _runtime.wait();
             build_ns = detail::elapsed_ns(build_start);
@@ -132,6 +138,7 @@ public:
             _runtime.wait();
             probe_ns = detail::elapsed_ns(probe_start);
         }
+        const std::uint64_t total_ns = detail::elapsed_ns(start);
         JoinResult result;
         for (Accumulator &accumulator : _accumulators) {
             result.matches += accumulator.result.matches;
@@ -141,8 +148,8 @@ public:
             timings->partition_ns = partition_ns;
             timings->build_ns = build_ns;
             timings->probe_ns = probe_ns;
-            timings->build_probe_ns = detail::elapsed_ns(build_start);
-            timings->total_ns = detail::elapsed_ns(start);
+            timings->build_probe_ns = total_ns - partition_ns;
+            timings->total_ns = total_ns;
             timings->total_cycles = system::cycles() - start_cycles;
         }
         return result;
@@ -201,6 +208,21 @@ private:
     struct alignas(system::cache_line_size) Accumulator {
         JoinResult result;
     };
+
+    /// Fused schedule, run by the last producer task: ends the partition phase and publishes the
+    /// build squads (and the probe squads of partitions without build tuples: no build task will
+    /// publish those, and their tasks find no table).
+    void start_join(tasking::TaskContext *context) noexcept {
+        lay_out_tables();
+        _partition_ns = detail::elapsed_ns(_start);
+        _join_squads = _build_squad_list;
+        for (std::size_t p = 0; p < _partitions; ++p) {
+            if (_builds_left[p] == 0) {
+                _join_squads.push_back(&_probe_squads[p]);
+            }
+        }
+        context->publish(_join_squads);
+    }
 
     void prepare(Producer &producer, std::span<const Tuple> input, std::size_t w, std::size_t producers) {
         const std::size_t begin = input.size() * w / producers;
@@ -373,13 +395,14 @@ private:
                 const std::uint32_t slot = free.back();
                 free.pop_back();
                 _table_slot[p] = slot;
-                return PartitionHashTable{_slot_heads.data() + slot * _slot_buckets,
-                                          _slot_next.data() + slot * _slot_capacity,
-                                          _slot_tuples.data() + slot * _slot_capacity, size, _config.radix_bits};
+                return PartitionHashTable{
+                    _slot_heads.data() + slot * _slot_buckets, _slot_next.data() + slot * _slot_capacity,
+                    _slot_tuples.data() + slot * _slot_capacity, size, _config.radix_bits};
             }
         }
         _table_slot[p] = no_slot;
-        return PartitionHashTable{_table_heads.data() + _head_offsets[p], _table_next.data() + _partition_offsets[p],
+        return PartitionHashTable{_table_heads.data() + _head_offsets[p],
+                                  _table_next.data() + _partition_offsets[p],
                                   _table_tuples.data() + _partition_offsets[p], size, _config.radix_bits};
     }
 
@@ -434,8 +457,8 @@ private:
                     }
                 }
             }
-            _tables[p] = make_table(context.worker_id(), p,
-                                    _partition_offsets[p + 1] - _partition_offsets[p]);
+            _tables[p] =
+                make_table(context.worker_id(), p, _partition_offsets[p + 1] - _partition_offsets[p]);
             _table_ready[p] = 1;
         }
         // A local copy: its pointers stay in registers across the loop (the member could alias
@@ -525,6 +548,13 @@ private:
     TupleBuffer _slot_tuples;
     std::vector<SlotPool> _slot_pools;
     std::vector<Accumulator> _accumulators;
+    // Partition phase: producer tasks still running (counted down by each); the last one writes
+    // _partition_ns and _join_squads, read by run() after wait(). _start is set by run() before
+    // the producers are spawned.
+    std::atomic<std::uint32_t> _producers_left{0};
+    std::chrono::steady_clock::time_point _start;
+    std::uint64_t _partition_ns{0};
+    std::vector<tasking::Squad *> _join_squads;
 };
 
 } // namespace mx::join

@@ -40,6 +40,7 @@ struct Variant {
     bool fuse_probe{true};
     std::uint32_t fragments_per_chunk{mx::join::MicroJoinConfig{}.fragments_per_chunk};
     std::uint32_t table_slots{mx::join::MicroJoinConfig{}.table_slots_per_worker};
+    std::uint32_t fragments_per_task{mx::join::MicroJoinConfig{}.fragments_per_task};
 };
 
 std::vector<Variant> all_variants(const std::vector<std::uint32_t> &capacities) {
@@ -62,6 +63,10 @@ std::vector<Variant> all_variants(const std::vector<std::uint32_t> &capacities) 
         // Every hash table in its own slice of one arena instead of a reused per-worker slot.
         variants.push_back({name + "_arena", true, 0, true, capacity, true,
                             mx::join::MicroJoinConfig{}.fragments_per_chunk, 0});
+        // A task per fragment (the dissertation's granularity) instead of a run of adjacent ones.
+        variants.push_back({name + "_fragment_tasks", true, 0, true, capacity, true,
+                            mx::join::MicroJoinConfig{}.fragments_per_chunk,
+                            mx::join::MicroJoinConfig{}.table_slots_per_worker, 1});
     }
     return variants;
 }
@@ -70,7 +75,8 @@ bool is_ablation(const Variant &variant) {
     const mx::join::MicroJoinConfig defaults;
     return variant.micro && (!variant.combining || !variant.fuse_probe ||
                              variant.fragments_per_chunk != defaults.fragments_per_chunk ||
-                             variant.table_slots != defaults.table_slots_per_worker);
+                             variant.table_slots != defaults.table_slots_per_worker ||
+                             variant.fragments_per_task != defaults.fragments_per_task);
 }
 
 double median(std::vector<double> values) {
@@ -151,7 +157,7 @@ int main(int argc, char **argv) {
             std::cerr << "mx_bench_join: unknown variant '" << name
                       << "' (classic_1pass, classic_1pass_swwcb, "
                       << "classic_2pass, classic_2pass_swwcb, micro_<capacity>[_nowc][_phased], "
-                         "micro_<capacity>_scattered, micro_<capacity>_arena for each "
+                         "micro_<capacity>_{scattered,arena,fragment_tasks} for each "
                       << "--fragment-capacities)\n";
             return 2;
         }
@@ -206,7 +212,7 @@ int main(int argc, char **argv) {
                         *runtime, build.span(), probe.span(),
                         mx::join::MicroJoinConfig{bits, variant.capacity, variant.combining,
                                                   variant.fuse_probe, variant.fragments_per_chunk,
-                                                  variant.table_slots});
+                                                  variant.table_slots, variant.fragments_per_task});
                 } else {
                     // Plain threads compete with nothing: the runtime's idle workers sleep.
                     m.classic = std::make_unique<mx::join::ClassicRadixJoin>(

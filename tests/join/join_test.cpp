@@ -143,8 +143,11 @@ TEST_P(MicroRadixJoinTest, MatchesReference) {
                     // Fused: table slots per worker, none (arena only), one (most tables fall
                     // back to the arena while a slot is taken) or the default.
                     const std::uint32_t slots = !fuse ? 0U : combining ? 64U : capacity % 2 == 0 ? 1U : 0U;
-                    MicroRadixJoin join{runtime, workload.build.span(), workload.probe.span(),
-                                        MicroJoinConfig{bits, capacity, combining, fuse, chunk, slots}};
+                    // Tasks over runs of up to 1, 2 or 8 adjacent fragments.
+                    const std::uint32_t per_task = !fuse ? 1U : combining ? 2U : 8U;
+                    MicroRadixJoin join{
+                        runtime, workload.build.span(), workload.probe.span(),
+                        MicroJoinConfig{bits, capacity, combining, fuse, chunk, slots, per_task}};
                     const JoinResult first = join.run();
                     JoinTimings timings;
                     const JoinResult second = join.run(&timings); // squads and arenas are reusable
@@ -152,7 +155,7 @@ TEST_P(MicroRadixJoinTest, MatchesReference) {
                         workload.name + " bits=" + std::to_string(bits) +
                         " capacity=" + std::to_string(capacity) + " wc=" + std::to_string(combining) +
                         " fuse=" + std::to_string(fuse) + " chunk=" + std::to_string(chunk) +
-                        " slots=" + std::to_string(slots);
+                        " slots=" + std::to_string(slots) + " per_task=" + std::to_string(per_task);
                     EXPECT_EQ(first, expected) << where;
                     EXPECT_EQ(second, expected) << where;
                     EXPECT_EQ(runtime.live_tasks(), 0U) << where;

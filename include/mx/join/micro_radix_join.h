@@ -48,6 +48,10 @@ struct MicroJoinConfig {
     /// Fused schedule: hash-table slots per worker, reused from partition to partition while
     /// still in the core's cache (0 = every table in its own slice of a cold arena).
     std::uint32_t table_slots_per_worker{64};
+    /// Adjacent full fragments of one partition (a chunk holds fragments_per_chunk of them) that
+    /// one build or probe task covers; the task prefetches each next fragment a line per line
+    /// it processes. 1 = a task per fragment (the dissertation's granularity).
+    std::uint32_t fragments_per_task{8};
 };
 
 class MicroRadixJoin {
@@ -69,6 +73,7 @@ public:
         _config.write_combining =
             config.write_combining && config.fragment_capacity % detail::tuples_per_line == 0;
         _config.fragments_per_chunk = std::max<std::uint32_t>(1, config.fragments_per_chunk);
+        _config.fragments_per_task = std::max<std::uint32_t>(1, config.fragments_per_task);
         // Slot of a fragment: the task header, then the capacity rounded up to whole lines (so
         // every header and every fragment starts on a line).
         const std::size_t line = detail::tuples_per_line;
@@ -160,10 +165,12 @@ private:
     /// partition phase; reset and read (counts) by the thread calling run() between phases.
     struct Producer {
         std::span<const Tuple> input;
-        TupleBuffer fragments;           // the arena of fixed-capacity fragments
-        std::size_t next_chunk{0};       // bump counter into the arena, in chunks of fragments
-        std::vector<Tuple *> open;       // the open fragment of each partition
-        std::vector<Tuple *> chunk_next; // next free slot of each partition's chunk (nullptr: none)
+        TupleBuffer fragments;               // the arena of fixed-capacity fragments
+        std::size_t next_chunk{0};           // bump counter into the arena, in chunks of fragments
+        std::vector<Tuple *> open;           // the open fragment of each partition
+        std::vector<Tuple *> chunk_next;     // next free slot of each partition's chunk (nullptr: none)
+        std::vector<Tuple *> run_first;      // first fragment of the partition's pending run
+        std::vector<std::uint32_t> run_full; // full fragments in the pending run (0: none)
         std::vector<std::uint32_t> fill;
         std::vector<std::uint32_t> counts;            // tuples per partition
         std::vector<std::uint32_t> emitted;           // fragment tasks per partition
@@ -172,29 +179,35 @@ private:
         std::vector<std::vector<const void *>> tasks; // the tasks emitted per partition (probe side)
     };
 
-    /// A build or probe task over one fragment of one partition. It lives in the line(s) right
-    /// before its fragment's tuples (the join owns it, no allocation): the worker that adopts a
-    /// squad walks its tasks, and each step then lands next to data the task reads anyway
-    /// instead of on a descriptor allocated elsewhere during the partition phase, long evicted.
+    /// A run of adjacent fragments of one partition: all full but the last, which holds `last`
+    /// tuples. Consecutive fragments are _fragment_stride tuples apart (a header between them).
+    struct Run {
+        const Tuple *first;
+        std::uint32_t fragments;
+        std::uint32_t last;
+    };
+
+    /// A build or probe task over a run of fragments of one partition. It lives in the line(s)
+    /// right before the run's first fragment (the join owns it, no allocation): the worker that
+    /// adopts a squad walks its tasks, and each step then lands next to data the task reads
+    /// anyway instead of on a descriptor allocated elsewhere during the partition phase.
     class FragmentTask final : public tasking::Task {
     public:
-        FragmentTask(MicroRadixJoin &join, const Tuple *tuples, std::uint32_t count, std::uint32_t partition,
-                     bool probe) noexcept
-            : _join(&join), _tuples(tuples), _count(count), _partition(partition), _probe(probe) {}
+        FragmentTask(MicroRadixJoin &join, const Run &run, std::uint32_t partition, bool probe) noexcept
+            : _join(&join), _run(run), _partition(partition), _probe(probe) {}
 
         tasking::TaskResult execute(tasking::TaskContext &context) noexcept override {
             if (_probe) {
-                _join->probe_fragment(context.worker_id(), _partition, {_tuples, _count});
+                _join->probe_run(context.worker_id(), _partition, _run);
             } else {
-                _join->build_fragment(context, _partition, {_tuples, _count});
+                _join->build_run(context, _partition, _run);
             }
             return tasking::TaskResult::done();
         }
 
     private:
         MicroRadixJoin *_join;
-        const Tuple *_tuples;
-        std::uint32_t _count;
+        Run _run;
         std::uint32_t _partition;
         bool _probe;
     };
@@ -238,6 +251,8 @@ private:
         producer.fragments.prefault();
         producer.open.resize(_partitions);
         producer.chunk_next.resize(_partitions);
+        producer.run_first.resize(_partitions);
+        producer.run_full.resize(_partitions);
         producer.fill.resize(_partitions);
         producer.counts.resize(_partitions);
         producer.emitted.resize(_partitions);
@@ -263,18 +278,18 @@ private:
         return fragment;
     }
 
-    void emit(Producer &producer, bool probe, std::size_t partition, const Tuple *tuples,
-              std::uint32_t count) noexcept {
-        producer.counts[partition] += count;
+    void emit(Producer &producer, bool probe, std::size_t partition, const Run &run) noexcept {
+        producer.counts[partition] += (run.fragments - 1) * _config.fragment_capacity + run.last;
         ++producer.emitted[partition];
-        // The header lines in front of the fragment (take_fragment() left them free). A task of
-        // the previous run() in the same place has run; it owns nothing, so its storage is reused
-        // without running its destructor.
-        void *header = const_cast<Tuple *>(tuples) - header_tuples;
-        auto *task =
-            new (header) FragmentTask(*this, tuples, count, static_cast<std::uint32_t>(partition), probe);
+        // The header lines in front of the run's first fragment (take_fragment() left them free).
+        // A task of the previous run() in the same place has run; it owns nothing, so its storage
+        // is reused without running its destructor.
+        void *header = const_cast<Tuple *>(run.first) - header_tuples;
+        auto *task = new (header) FragmentTask(*this, run, static_cast<std::uint32_t>(partition), probe);
+        // The runtime prefetches the first fragment; the task itself fetches the others.
+        const std::uint32_t first_count = run.fragments == 1 ? run.last : _config.fragment_capacity;
         task->annotate(
-            tasking::PrefetchHint::bytes(tuples, static_cast<std::uint32_t>(count * sizeof(Tuple))));
+            tasking::PrefetchHint::bytes(run.first, static_cast<std::uint32_t>(first_count * sizeof(Tuple))));
         // Collected per partition and handed to the squad at the end of the phase: two atomic
         // operations per squad and producer instead of two per fragment.
         producer.batches[partition].add(*task);
@@ -295,17 +310,43 @@ private:
         std::fill(producer.fill.begin(), producer.fill.end(), 0U);
         std::fill(producer.counts.begin(), producer.counts.end(), 0U);
         std::fill(producer.emitted.begin(), producer.emitted.end(), 0U);
+        std::fill(producer.run_full.begin(), producer.run_full.end(), 0U);
         if (_config.write_combining) {
             scatter_combining(producer, probe);
         } else {
             scatter_plain(producer, probe);
         }
         for (std::size_t p = 0; p < _partitions; ++p) {
-            if (producer.fill[p] != 0) {
-                emit(producer, probe, p, producer.open[p], producer.fill[p]);
+            // A pending run always ends right before the open fragment (fragment_full() emits a
+            // run as soon as the next fragment is not adjacent), so a partly filled open
+            // fragment completes it.
+            const std::uint32_t fill = producer.fill[p];
+            if (producer.run_full[p] != 0) {
+                emit(producer, probe, p,
+                     Run{producer.run_first[p], producer.run_full[p] + (fill != 0 ? 1U : 0U),
+                         fill != 0 ? fill : _config.fragment_capacity});
+            } else if (fill != 0) {
+                emit(producer, probe, p, Run{producer.open[p], 1, fill});
             }
             producer.batches[p].submit();
         }
+    }
+
+    /// The open fragment of p is full: it joins p's pending run, which becomes a task when it
+    /// has fragments_per_task fragments or the next fragment is not adjacent (a new chunk).
+    void fragment_full(Producer &producer, bool probe, std::size_t p) noexcept {
+        Tuple *full = producer.open[p];
+        if (producer.run_full[p]++ == 0) {
+            producer.run_first[p] = full;
+        }
+        Tuple *next = take_fragment(producer, p);
+        if (producer.run_full[p] == _config.fragments_per_task || next != full + _fragment_stride) {
+            emit(producer, probe, p,
+                 Run{producer.run_first[p], producer.run_full[p], _config.fragment_capacity});
+            producer.run_full[p] = 0;
+        }
+        producer.open[p] = next;
+        producer.fill[p] = 0;
     }
 
     void scatter_plain(Producer &producer, bool probe) noexcept {
@@ -317,9 +358,7 @@ private:
             const std::size_t p = tuple.key & mask;
             open[p][fill[p]++] = tuple;
             if (fill[p] == capacity) [[unlikely]] {
-                emit(producer, probe, p, open[p], capacity);
-                open[p] = take_fragment(producer, p);
-                fill[p] = 0;
+                fragment_full(producer, probe, p);
             }
         }
     }
@@ -340,9 +379,7 @@ private:
             if (position % detail::tuples_per_line == detail::tuples_per_line - 1) {
                 detail::stream_line(open[p] + (position + 1 - detail::tuples_per_line), lines[p]);
                 if (position + 1 == capacity) [[unlikely]] {
-                    emit(producer, probe, p, open[p], capacity);
-                    open[p] = take_fragment(producer, p);
-                    fill[p] = 0;
+                    fragment_full(producer, probe, p);
                 }
             }
         }
@@ -445,8 +482,37 @@ private:
 
     // Build tasks of a partition run back to back on the worker its squad went to, so the first
     // one sets the table up (first touch on that core) and none of them needs a latch.
-    void build_fragment(tasking::TaskContext &context, std::size_t p,
-                        std::span<const Tuple> tuples) noexcept {
+    /// Calls body(tuple) for every tuple of the run, fragment by fragment, and prefetches each
+    /// next fragment a line per four tuples processed: the loads spread over the work instead of
+    /// one burst that fills the core's miss buffers (the runtime fetched the first fragment).
+    template <class Body>
+    void for_each_tuple(const Run &run, Body &&body) const noexcept {
+        const Tuple *fragment = run.first;
+        for (std::uint32_t f = 0; f < run.fragments; ++f, fragment += _fragment_stride) {
+            const std::uint32_t count = f + 1 == run.fragments ? run.last : _config.fragment_capacity;
+            std::uint32_t i = 0;
+            if (f + 1 < run.fragments) {
+                const Tuple *next = fragment + _fragment_stride;
+                const std::uint32_t next_count =
+                    f + 2 == run.fragments ? run.last : _config.fragment_capacity;
+                // Full fragments hold at least as many lines as any next one; the loop below
+                // stops at count, so a short next fragment just gets its lines sooner.
+                for (std::uint32_t line = 0; line * detail::tuples_per_line < next_count; ++line) {
+                    system::prefetch(next + line * detail::tuples_per_line);
+                    const std::uint32_t end =
+                        std::min(count, i + static_cast<std::uint32_t>(detail::tuples_per_line));
+                    for (; i < end; ++i) {
+                        body(fragment[i]);
+                    }
+                }
+            }
+            for (; i < count; ++i) {
+                body(fragment[i]);
+            }
+        }
+    }
+
+    void build_run(tasking::TaskContext &context, std::size_t p, const Run &run) noexcept {
         if (_table_ready[p] == 0) {
             if (_config.fuse_probe) {
                 // The last build task of p adopts p's probe squad by walking its linked tasks,
@@ -464,9 +530,7 @@ private:
         // A local copy: its pointers stay in registers across the loop (the member could alias
         // the tuples the loop writes).
         PartitionHashTable table = _tables[p];
-        for (const Tuple &tuple : tuples) {
-            table.insert(tuple);
-        }
+        for_each_tuple(run, [&table](const Tuple &tuple) noexcept { table.insert(tuple); });
         _tables[p] = table;
         if (--_builds_left[p] == 0 && _config.fuse_probe) {
             // The table is complete and in this core's cache: probe it here, now.
@@ -477,7 +541,7 @@ private:
         }
     }
 
-    void probe_fragment(std::uint16_t worker, std::size_t p, std::span<const Tuple> tuples) noexcept {
+    void probe_run(std::uint16_t worker, std::size_t p, const Run &run) noexcept {
         if (_table_ready[p] == 0) {
             return; // no build tuple in this partition
         }
@@ -488,12 +552,12 @@ private:
             table.prefetch();
         }
         JoinResult local;
-        for (const Tuple &tuple : tuples) {
+        for_each_tuple(run, [&table, &local](const Tuple &tuple) noexcept {
             table.probe(tuple.key, [&](const Tuple &match) noexcept {
                 ++local.matches;
                 local.checksum += match_checksum(match.payload, tuple.payload);
             });
-        }
+        });
         _accumulators[worker].result.matches += local.matches;
         _accumulators[worker].result.checksum += local.checksum;
         if (--_probes_left[p] == 0) {

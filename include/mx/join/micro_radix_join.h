@@ -482,33 +482,34 @@ private:
 
     // Build tasks of a partition run back to back on the worker its squad went to, so the first
     // one sets the table up (first touch on that core) and none of them needs a latch.
-    /// Calls body(tuple) for every tuple of the run, fragment by fragment, and prefetches each
-    /// next fragment a line per four tuples processed: the loads spread over the work instead of
-    /// one burst that fills the core's miss buffers (the runtime fetched the first fragment).
+    /// Calls body(tuple) for every tuple of the run, fragment by fragment. Each full fragment
+    /// prefetches its successor a line per four tuples processed: the loads spread over the work
+    /// instead of one burst that fills the core's miss buffers (the runtime fetched the first).
+    /// A short last fragment gets a few lines more than it holds, all inside its slot.
     template <class Body>
     void for_each_tuple(const Run &run, Body &&body) const noexcept {
+        const std::uint32_t capacity = _config.fragment_capacity;
         const Tuple *fragment = run.first;
-        for (std::uint32_t f = 0; f < run.fragments; ++f, fragment += _fragment_stride) {
-            const std::uint32_t count = f + 1 == run.fragments ? run.last : _config.fragment_capacity;
-            std::uint32_t i = 0;
-            if (f + 1 < run.fragments) {
-                const Tuple *next = fragment + _fragment_stride;
-                const std::uint32_t next_count =
-                    f + 2 == run.fragments ? run.last : _config.fragment_capacity;
-                // Full fragments hold at least as many lines as any next one; the loop below
-                // stops at count, so a short next fragment just gets its lines sooner.
-                for (std::uint32_t line = 0; line * detail::tuples_per_line < next_count; ++line) {
-                    system::prefetch(next + line * detail::tuples_per_line);
-                    const std::uint32_t end =
-                        std::min(count, i + static_cast<std::uint32_t>(detail::tuples_per_line));
-                    for (; i < end; ++i) {
-                        body(fragment[i]);
-                    }
-                }
+        const std::size_t whole_lines = capacity / detail::tuples_per_line * detail::tuples_per_line;
+        for (std::uint32_t f = 1; f < run.fragments; ++f, fragment += _fragment_stride) {
+            // Four tuples per line, unrolled, over pointers: the loop keeps few values live, so
+            // the body's state stays in registers.
+            const Tuple *tuple = fragment;
+            const Tuple *next = fragment + _fragment_stride;
+            for (const Tuple *end = fragment + whole_lines; tuple != end;
+                 tuple += detail::tuples_per_line, next += detail::tuples_per_line) {
+                system::prefetch(next);
+                body(tuple[0]);
+                body(tuple[1]);
+                body(tuple[2]);
+                body(tuple[3]);
             }
-            for (; i < count; ++i) {
-                body(fragment[i]);
+            for (const Tuple *end = fragment + capacity; tuple != end; ++tuple) {
+                body(*tuple);
             }
+        }
+        for (const Tuple *tuple = fragment, *end = fragment + run.last; tuple != end; ++tuple) {
+            body(*tuple);
         }
     }
 

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <iterator>
 #include <string>
 #include <typeinfo>
 
@@ -987,17 +988,42 @@ void RuntimeCore::wait() noexcept {
     _waiters.fetch_sub(1, std::memory_order_seq_cst);
 }
 
-/// Moves a published squad into the local pool of the worker it runs on.
-class SquadDispatch final : public Task {
+/// Squads published together. Handed out one at a time, largest first, to the feeders (one per
+/// worker): a worker takes its next squad when it has run out of other work, so a slower or
+/// busier worker simply takes fewer squads.
+struct PublishBatch {
+    explicit PublishBatch(std::vector<Squad *> sorted, std::uint32_t feeder_count) noexcept
+        : squads(std::move(sorted)), feeders(feeder_count) {}
+    const std::vector<Squad *> squads;  // written before any feeder runs
+    std::atomic<std::size_t> next{0};   // the next squad to hand out; any feeder
+    std::atomic<std::uint32_t> feeders; // feeders not yet destroyed; the last one frees the batch
+};
+
+/// Takes the next squad of a publish batch and moves its tasks into the local pool of the worker
+/// it runs on, then queues itself again at low priority: it runs once those tasks (and whatever
+/// else the worker has queued) are done, and takes the next squad.
+class SquadFeeder final : public Task {
 public:
-    explicit SquadDispatch(Squad &squad) noexcept : _squad(&squad) {}
+    explicit SquadFeeder(PublishBatch &batch) noexcept : _batch(&batch) {}
+    SquadFeeder(const SquadFeeder &) = delete;
+    SquadFeeder &operator=(const SquadFeeder &) = delete;
+    ~SquadFeeder() override {
+        // Also when a stopping runtime discards the feeder unrun.
+        if (_batch->feeders.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            delete _batch;
+        }
+    }
     TaskResult execute(TaskContext &) noexcept override {
-        current_worker()->adopt(*_squad);
-        return TaskResult::remove();
+        const std::size_t next = _batch->next.fetch_add(1, std::memory_order_relaxed);
+        if (next >= _batch->squads.size()) {
+            return TaskResult::remove();
+        }
+        current_worker()->adopt(*_batch->squads[next]);
+        return TaskResult::successor(this);
     }
 
 private:
-    Squad *_squad;
+    PublishBatch *_batch;
 };
 
 template <class Push>
@@ -1039,36 +1065,36 @@ void RuntimeCore::publish(Squad *const *squads, std::size_t count, Worker *calle
         caller->adopt_next(*squads[0]);
         return;
     }
-    // Largest squads first, each onto the worker with the least queued squad work so far.
-    std::vector<Squad *> order(squads, squads + count);
-    std::sort(order.begin(), order.end(),
-              [](const Squad *a, const Squad *b) { return a->queued() > b->queued(); });
-    std::vector<std::uint64_t> load(_workers.size(), 0);
-    // Balancing starts at a rotating worker, so squads published one at a time spread too.
+    // Largest squads first (the last ones handed out are the short ones that even out the end);
+    // empty ones have nothing to adopt.
+    std::vector<Squad *> order;
+    order.reserve(count);
+    std::copy_if(squads, squads + count, std::back_inserter(order),
+                 [](const Squad *squad) { return squad->queued() != 0; });
+    if (order.empty()) {
+        return;
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Squad *a, const Squad *b) { return a->queued() > b->queued(); });
+    const auto feeders = static_cast<std::uint16_t>(std::min(order.size(), _workers.size()));
+    auto *batch = new PublishBatch{std::move(order), feeders};
+    // Feeders start at a rotating worker, so single squads published from outside spread too.
     const auto first = static_cast<std::uint16_t>(
         _next_external_worker.fetch_add(1, std::memory_order_relaxed) % _workers.size());
-    for (Squad *squad : order) {
-        if (squad->queued() == 0) {
-            continue;
-        }
-        std::uint16_t target = first;
-        for (std::size_t i = 0; i < _workers.size(); ++i) {
-            const auto w = static_cast<std::uint16_t>((first + i) % _workers.size());
-            target = load[w] < load[target] ? w : target;
-        }
-        load[target] += squad->queued();
-        Task *dispatch =
+    for (std::uint16_t i = 0; i < feeders; ++i) {
+        const auto target = static_cast<std::uint16_t>((first + i) % _workers.size());
+        Task *feeder =
             caller != nullptr
-                ? caller->new_task<SquadDispatch>(*squad)
-                : construct_task<SquadDispatch>(
+                ? caller->new_task<SquadFeeder>(*batch)
+                : construct_task<SquadFeeder>(
                       *this,
                       [this](std::uint8_t size_class) noexcept { return allocate_external(size_class); },
-                      *squad);
-        dispatch->annotate(Annotation{.target_worker = target, .priority = Priority::high});
+                      *batch);
+        feeder->annotate(Annotation{.target_worker = target, .priority = Priority::low});
         if (caller != nullptr) {
-            caller->spawn(*dispatch);
+            caller->spawn(*feeder);
         } else {
-            spawn_external(*dispatch);
+            spawn_external(*feeder);
         }
     }
 }

@@ -1,10 +1,13 @@
-// Task squads: queued until published, run exactly once, back to back on one worker, balanced.
+// Task squads: queued until published, run exactly once, back to back on one worker, handed to
+// whichever worker is free.
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -97,15 +100,6 @@ TEST_P(SquadTest, TasksWaitForPublishAndRunOnceBackToBackOnOneWorker) {
             }
         }
     }
-    // Balanced: equal squads spread over all workers (up to the number of squads).
-    std::vector<int> per_worker(static_cast<std::size_t>(workers), 0);
-    for (int w : worker_of) {
-        ++per_worker[static_cast<std::size_t>(w)];
-    }
-    const int fair = (static_cast<int>(squads_count) + workers - 1) / workers;
-    for (int count : per_worker) {
-        EXPECT_LE(count, fair);
-    }
 
     // A squad is reusable: second phase.
     runtime.spawn([&](TaskContext &context) {
@@ -114,6 +108,54 @@ TEST_P(SquadTest, TasksWaitForPublishAndRunOnceBackToBackOnOneWorker) {
     });
     runtime.wait();
     EXPECT_EQ(executed.load(), static_cast<int>(squads_count) * workers * per_producer + 1);
+    EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
+// Squads published together go to whichever worker has run out of work: with one worker blocked
+// until every squad has run, the others take them all (a static split would leave the blocked
+// worker's share waiting, and the blocker would give up after its deadline).
+TEST_P(SquadTest, BusyWorkerLeavesItsShareOfSquadsToTheOthers) {
+    const int workers = GetParam();
+    if (workers < 2) {
+        GTEST_SKIP() << "needs a second worker";
+    }
+    Runtime runtime{with_workers(workers)};
+    constexpr std::size_t squads_count = 16;
+    constexpr int per_squad = 20;
+    auto squads = std::make_unique<Squad[]>(squads_count);
+    std::atomic<int> executed{0};
+    std::atomic<int> on_blocked{0};
+    std::atomic<bool> blocked_started{false};
+    std::atomic<bool> all_ran_while_blocked{false};
+    runtime.spawn(
+        [&] {
+            blocked_started.store(true);
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (executed.load() < static_cast<int>(squads_count) * per_squad &&
+                   std::chrono::steady_clock::now() < deadline) {
+                std::this_thread::yield();
+            }
+            all_ran_while_blocked.store(executed.load() == static_cast<int>(squads_count) * per_squad);
+        },
+        Annotation{.target_worker = 0});
+    while (!blocked_started.load()) {
+        std::this_thread::yield();
+    }
+    for (std::size_t s = 0; s < squads_count; ++s) {
+        for (int i = 0; i < per_squad; ++i) {
+            runtime.spawn(
+                [&](TaskContext &context) {
+                    on_blocked.fetch_add(context.worker_id() == 0 ? 1 : 0);
+                    executed.fetch_add(1);
+                },
+                Annotation{.squad = &squads[s]});
+        }
+    }
+    publish_all(runtime, squads.get(), squads_count);
+    runtime.wait();
+    EXPECT_TRUE(all_ran_while_blocked.load()) << "squads waited for the blocked worker";
+    EXPECT_EQ(on_blocked.load(), 0);
+    EXPECT_EQ(executed.load(), static_cast<int>(squads_count) * per_squad);
     EXPECT_EQ(runtime.live_tasks(), 0U);
 }
 

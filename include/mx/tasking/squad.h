@@ -17,20 +17,21 @@ namespace mx::tasking {
 namespace detail {
 class Worker;
 class RuntimeCore;
-class SquadDispatch;
 } // namespace detail
 
 /// A squad. Owned by the application (e.g. one per partition); must outlive the tasks spawned
 /// into it and may be published many times (once per phase). Not movable: tasks link to it.
 ///
-/// Guarantees: a task annotated with the squad stays queued until the next publish; a publish
-/// moves every task queued at that moment to one worker's local FIFO in one block, so the squad's
-/// tasks run back to back in the order each producer spawned them; squads published together are
-/// spread over the workers by their queued task counts (largest first onto the least loaded
-/// worker, starting the search at a rotating worker); a single squad published from inside a
-/// task runs on that task's worker, ahead of the tasks queued there (the publishing task has just
-/// made the squad's data, so it is in that core's cache; the worker's current task buffer still
-/// runs first). Tasks spawned into an unpublished squad do not count for Runtime::wait().
+/// Guarantees: a task annotated with the squad stays queued until the squad is published; a
+/// published squad's queued tasks then move to one worker's local FIFO in one block, so they run
+/// back to back in the order each producer spawned them. Squads published together are handed
+/// out one at a time, largest first (by queued tasks), each to the next worker that has run out
+/// of other work: every worker has a feeder task at low priority that takes the next squad, so a
+/// slower or busier worker takes fewer squads and no worker idles while squads are left. A
+/// single squad published from inside a task runs on that task's worker, ahead of the tasks
+/// queued there (the publishing task has just made the squad's data, so it is in that core's
+/// cache; the worker's current task buffer still runs first). Tasks spawned into an unpublished
+/// squad do not count for Runtime::wait().
 class Squad {
 public:
     Squad() noexcept = default;
@@ -43,7 +44,6 @@ public:
 private:
     friend class detail::Worker;
     friend class detail::RuntimeCore;
-    friend class detail::SquadDispatch;
     friend class SquadBatch;
 
     void push(Task &task) noexcept {

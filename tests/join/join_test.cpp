@@ -145,9 +145,12 @@ TEST_P(MicroRadixJoinTest, MatchesReference) {
                     const std::uint32_t slots = !fuse ? 0U : combining ? 64U : capacity % 2 == 0 ? 1U : 0U;
                     // Tasks over runs of up to 1, 2 or 8 adjacent fragments.
                     const std::uint32_t per_task = !fuse ? 1U : combining ? 2U : 8U;
+                    // Morsels of 64 and 1000 tuples: producers carry their open fragments,
+                    // lines and runs from morsel to morsel, and share the relations.
+                    const std::uint32_t morsel = combining ? 64U : 1000U;
                     MicroRadixJoin join{
                         runtime, workload.build.span(), workload.probe.span(),
-                        MicroJoinConfig{bits, capacity, combining, fuse, chunk, slots, per_task}};
+                        MicroJoinConfig{bits, capacity, combining, fuse, chunk, slots, per_task, morsel}};
                     const JoinResult first = join.run();
                     JoinTimings timings;
                     const JoinResult second = join.run(&timings); // squads and arenas are reusable
@@ -155,7 +158,8 @@ TEST_P(MicroRadixJoinTest, MatchesReference) {
                         workload.name + " bits=" + std::to_string(bits) +
                         " capacity=" + std::to_string(capacity) + " wc=" + std::to_string(combining) +
                         " fuse=" + std::to_string(fuse) + " chunk=" + std::to_string(chunk) +
-                        " slots=" + std::to_string(slots) + " per_task=" + std::to_string(per_task);
+                        " slots=" + std::to_string(slots) + " per_task=" + std::to_string(per_task) +
+                        " morsel=" + std::to_string(morsel);
                     EXPECT_EQ(first, expected) << where;
                     EXPECT_EQ(second, expected) << where;
                     EXPECT_EQ(runtime.live_tasks(), 0U) << where;

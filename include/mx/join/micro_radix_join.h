@@ -52,6 +52,10 @@ struct MicroJoinConfig {
     /// one build or probe task covers; the task prefetches each next fragment a line per line
     /// it processes. 1 = a task per fragment (the dissertation's granularity).
     std::uint32_t fragments_per_task{8};
+    /// Input tuples a producer takes from its relation at a time (from a cursor shared by the
+    /// producers): small enough that the workers end the partition phase within microseconds of
+    /// each other, large enough that the cursor is touched rarely.
+    std::uint32_t morsel_tuples{16384};
 };
 
 class MicroRadixJoin {
@@ -74,17 +78,20 @@ public:
             config.write_combining && config.fragment_capacity % detail::tuples_per_line == 0;
         _config.fragments_per_chunk = std::max<std::uint32_t>(1, config.fragments_per_chunk);
         _config.fragments_per_task = std::max<std::uint32_t>(1, config.fragments_per_task);
+        _config.morsel_tuples = std::max<std::uint32_t>(1, config.morsel_tuples);
         // Slot of a fragment: the task header, then the capacity rounded up to whole lines (so
         // every header and every fragment starts on a line).
         const std::size_t line = detail::tuples_per_line;
         _fragment_stride = header_tuples + (config.fragment_capacity + line - 1) / line * line;
         _chunk_tuples = _config.fragments_per_chunk * _fragment_stride;
         const std::size_t producers = runtime.worker_count();
+        prepare(_build_side, build, producers);
+        prepare(_probe_side, probe, producers);
         _build_producers.resize(producers);
         _probe_producers.resize(producers);
         for (std::size_t w = 0; w < producers; ++w) {
-            prepare(_build_producers[w], build, w, producers);
-            prepare(_probe_producers[w], probe, w, producers);
+            prepare(_build_producers[w]);
+            prepare(_probe_producers[w]);
         }
         for (std::size_t p = 0; p < _partitions; ++p) {
             _build_squad_list.push_back(&_build_squads[p]);
@@ -107,6 +114,10 @@ public:
         // the squads, which do not count for wait() until published.
         const auto producers = static_cast<std::uint16_t>(_build_producers.size());
         _start = start;
+        for (Side *side : {&_build_side, &_probe_side}) {
+            side->next_chunk.store(0, std::memory_order_relaxed);
+            side->next_tuple.store(0, std::memory_order_relaxed);
+        }
         _producers_left.store(2U * producers, std::memory_order_relaxed);
         for (std::uint16_t w = 0; w < producers; ++w) {
             for (const bool probe : {false, true}) {
@@ -163,10 +174,16 @@ public:
 private:
     /// One producer's scatter state. Written only by the producer task of its worker during the
     /// partition phase; reset and read (counts) by the thread calling run() between phases.
-    struct Producer {
+    /// One relation's input and fragment arena, shared by its producers. The counters are reset
+    /// by run() before the producers start and bumped by them (any worker).
+    struct Side {
         std::span<const Tuple> input;
-        TupleBuffer fragments;               // the arena of fixed-capacity fragments
-        std::size_t next_chunk{0};           // bump counter into the arena, in chunks of fragments
+        TupleBuffer fragments;                  // the arena of fixed-capacity fragments
+        std::atomic<std::size_t> next_chunk{0}; // bump counter into the arena, in chunks
+        std::atomic<std::size_t> next_tuple{0}; // start of the next morsel of the input
+    };
+
+    struct Producer {
         std::vector<Tuple *> open;           // the open fragment of each partition
         std::vector<Tuple *> chunk_next;     // next free slot of each partition's chunk (nullptr: none)
         std::vector<Tuple *> run_first;      // first fragment of the partition's pending run
@@ -237,18 +254,19 @@ private:
         context->publish(_join_squads);
     }
 
-    void prepare(Producer &producer, std::span<const Tuple> input, std::size_t w, std::size_t producers) {
-        const std::size_t begin = input.size() * w / producers;
-        const std::size_t end = input.size() * (w + 1) / producers;
-        producer.input = input.subspan(begin, end - begin);
+    void prepare(Side &side, std::span<const Tuple> input, std::size_t producers) {
+        side.input = input;
         const std::size_t capacity = _config.fragment_capacity;
         const std::size_t chunk = _config.fragments_per_chunk;
-        // Full fragments plus one partly filled fragment per partition at most, in chunks of
-        // which each partition leaves at most one partly used.
-        const std::size_t fragments = (producer.input.size() + capacity - 1) / capacity + _partitions;
-        const std::size_t chunks = (fragments + chunk - 1) / chunk + _partitions;
-        producer.fragments = TupleBuffer{chunks * _chunk_tuples};
-        producer.fragments.prefault();
+        // Full fragments plus one partly filled fragment per partition and producer at most, in
+        // chunks of which each producer leaves at most one partly used per partition.
+        const std::size_t fragments = (input.size() + capacity - 1) / capacity + producers * _partitions;
+        const std::size_t chunks = (fragments + chunk - 1) / chunk + producers * _partitions;
+        side.fragments = TupleBuffer{chunks * _chunk_tuples};
+        side.fragments.prefault();
+    }
+
+    void prepare(Producer &producer) {
         producer.open.resize(_partitions);
         producer.chunk_next.resize(_partitions);
         producer.run_first.resize(_partitions);
@@ -263,15 +281,14 @@ private:
         }
     }
 
-    Tuple *take_fragment(Producer &producer, std::size_t p) noexcept {
+    Tuple *take_fragment(Side &side, Producer &producer, std::size_t p) noexcept {
         Tuple *&next = producer.chunk_next[p];
         // A fresh chunk always gives up its first slot at once, so a next slot on a chunk
         // boundary means the partition's chunk is used up.
-        if (next == nullptr ||
-            static_cast<std::size_t>(next - producer.fragments.data()) % _chunk_tuples == 0) {
-            MX_ASSERT((producer.next_chunk + 1) * _chunk_tuples <= producer.fragments.size(),
-                      "fragment arena exhausted");
-            next = producer.fragments.data() + (producer.next_chunk++) * _chunk_tuples;
+        if (next == nullptr || static_cast<std::size_t>(next - side.fragments.data()) % _chunk_tuples == 0) {
+            const std::size_t chunk = side.next_chunk.fetch_add(1, std::memory_order_relaxed);
+            MX_ASSERT((chunk + 1) * _chunk_tuples <= side.fragments.size(), "fragment arena exhausted");
+            next = side.fragments.data() + chunk * _chunk_tuples;
         }
         Tuple *fragment = next + header_tuples;
         next += _fragment_stride;
@@ -298,12 +315,21 @@ private:
         }
     }
 
+    /// The producer task of one relation on worker w: takes morsels of the relation from a
+    /// shared cursor until none is left, so a worker that is slower (or started later) simply
+    /// scatters fewer of them; its open fragments, write-combining lines and pending runs carry
+    /// over from one morsel to the next.
     void partition(bool probe, std::size_t w) noexcept {
+        Side &side = probe ? _probe_side : _build_side;
         Producer &producer = probe ? _probe_producers[w] : _build_producers[w];
-        producer.next_chunk = 0;
-        std::fill(producer.chunk_next.begin(), producer.chunk_next.end(), nullptr);
+        // A chunk for every partition in one step: one atomic add instead of one per partition.
+        const std::size_t first_chunk = side.next_chunk.fetch_add(_partitions, std::memory_order_relaxed);
+        MX_ASSERT((first_chunk + _partitions) * _chunk_tuples <= side.fragments.size(),
+                  "fragment arena exhausted");
         for (std::size_t p = 0; p < _partitions; ++p) {
-            producer.open[p] = take_fragment(producer, p);
+            Tuple *chunk = side.fragments.data() + (first_chunk + p) * _chunk_tuples;
+            producer.open[p] = chunk + header_tuples;
+            producer.chunk_next[p] = chunk + _fragment_stride;
             producer.batches[p].assign(probe ? _probe_squads[p] : _build_squads[p]);
             producer.tasks[p].clear();
         }
@@ -311,10 +337,22 @@ private:
         std::fill(producer.counts.begin(), producer.counts.end(), 0U);
         std::fill(producer.emitted.begin(), producer.emitted.end(), 0U);
         std::fill(producer.run_full.begin(), producer.run_full.end(), 0U);
+        while (true) {
+            const std::size_t size = _config.morsel_tuples;
+            const std::size_t begin = side.next_tuple.fetch_add(size, std::memory_order_relaxed);
+            if (begin >= side.input.size()) {
+                break;
+            }
+            const std::span<const Tuple> morsel =
+                side.input.subspan(begin, std::min(size, side.input.size() - begin));
+            if (_config.write_combining) {
+                scatter_combining(side, producer, probe, morsel);
+            } else {
+                scatter_plain(side, producer, probe, morsel);
+            }
+        }
         if (_config.write_combining) {
-            scatter_combining(producer, probe);
-        } else {
-            scatter_plain(producer, probe);
+            flush_combining(producer);
         }
         for (std::size_t p = 0; p < _partitions; ++p) {
             // A pending run always ends right before the open fragment (fragment_full() emits a
@@ -334,12 +372,12 @@ private:
 
     /// The open fragment of p is full: it joins p's pending run, which becomes a task when it
     /// has fragments_per_task fragments or the next fragment is not adjacent (a new chunk).
-    void fragment_full(Producer &producer, bool probe, std::size_t p) noexcept {
+    void fragment_full(Side &side, Producer &producer, bool probe, std::size_t p) noexcept {
         Tuple *full = producer.open[p];
         if (producer.run_full[p]++ == 0) {
             producer.run_first[p] = full;
         }
-        Tuple *next = take_fragment(producer, p);
+        Tuple *next = take_fragment(side, producer, p);
         if (producer.run_full[p] == _config.fragments_per_task || next != full + _fragment_stride) {
             emit(producer, probe, p,
                  Run{producer.run_first[p], producer.run_full[p], _config.fragment_capacity});
@@ -349,16 +387,16 @@ private:
         producer.fill[p] = 0;
     }
 
-    void scatter_plain(Producer &producer, bool probe) noexcept {
+    void scatter_plain(Side &side, Producer &producer, bool probe, std::span<const Tuple> morsel) noexcept {
         const std::size_t mask = _partitions - 1;
         const std::uint32_t capacity = _config.fragment_capacity;
         Tuple **open = producer.open.data();
         std::uint32_t *fill = producer.fill.data();
-        for (const Tuple &tuple : producer.input) {
+        for (const Tuple &tuple : morsel) {
             const std::size_t p = tuple.key & mask;
             open[p][fill[p]++] = tuple;
             if (fill[p] == capacity) [[unlikely]] {
-                fragment_full(producer, probe, p);
+                fragment_full(side, producer, probe, p);
             }
         }
     }
@@ -366,24 +404,32 @@ private:
     // Tuples collect in a line per partition (128 KiB for 11 bits: L2-resident) and leave as one
     // full-line non-temporal store, so the scatter never reads the fragment lines it writes.
     // Fragments start on a line and hold a multiple of 4 tuples, so every store is a whole line.
-    void scatter_combining(Producer &producer, bool probe) noexcept {
+    void scatter_combining(Side &side, Producer &producer, bool probe,
+                           std::span<const Tuple> morsel) noexcept {
         const std::size_t mask = _partitions - 1;
         const std::uint32_t capacity = _config.fragment_capacity;
         Tuple **open = producer.open.data();
         std::uint32_t *fill = producer.fill.data();
         detail::CombineLine *lines = producer.lines.get();
-        for (const Tuple &tuple : producer.input) {
+        for (const Tuple &tuple : morsel) {
             const std::size_t p = tuple.key & mask;
             const std::uint32_t position = fill[p]++;
             lines[p].slots[position % detail::tuples_per_line] = tuple;
             if (position % detail::tuples_per_line == detail::tuples_per_line - 1) {
                 detail::stream_line(open[p] + (position + 1 - detail::tuples_per_line), lines[p]);
                 if (position + 1 == capacity) [[unlikely]] {
-                    fragment_full(producer, probe, p);
+                    fragment_full(side, producer, probe, p);
                 }
             }
         }
-        for (std::size_t p = 0; p <= mask; ++p) {
+    }
+
+    /// After the producer's last morsel: the partly filled lines go to their fragments.
+    void flush_combining(Producer &producer) noexcept {
+        Tuple **open = producer.open.data();
+        std::uint32_t *fill = producer.fill.data();
+        detail::CombineLine *lines = producer.lines.get();
+        for (std::size_t p = 0; p < _partitions; ++p) {
             const std::uint32_t tail = fill[p] % detail::tuples_per_line;
             for (std::uint32_t i = fill[p] - tail; i < fill[p]; ++i) {
                 open[p][i] = lines[p].slots[i % detail::tuples_per_line];
@@ -573,6 +619,8 @@ private:
     std::size_t _fragment_stride{0}; // arena tuples per fragment slot (header + capacity)
     std::size_t _chunk_tuples{0};    // arena tuples per chunk of fragment slots
     std::size_t _partitions;
+    Side _build_side;
+    Side _probe_side;
     std::vector<Producer> _build_producers;
     std::vector<Producer> _probe_producers;
     std::unique_ptr<tasking::Squad[]> _build_squads;

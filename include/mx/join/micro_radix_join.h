@@ -394,7 +394,11 @@ private:
         std::uint32_t *fill = producer.fill.data();
         for (const Tuple &tuple : morsel) {
             const std::size_t p = tuple.key & mask;
-            open[p][fill[p]++] = tuple;
+            Tuple *slot = open[p] + fill[p]++;
+            *slot = tuple;
+            // The fragment's next line, for writing: its read-for-ownership miss overlaps the
+            // next tuples instead of stalling the store that first touches it.
+            system::prefetch(detail::line_after(slot), system::PrefetchMode::for_write);
             if (fill[p] == capacity) [[unlikely]] {
                 fragment_full(side, producer, probe, p);
             }

@@ -176,16 +176,22 @@ private:
     /// partition phase; reset and read (counts) by the thread calling run() between phases.
     /// One relation's input and fragment arena, shared by its producers. The counters are reset
     /// by run() before the producers start and bumped by them (any worker).
+    /// The counters sit on lines of their own: the producers read `input` and `fragments` on
+    /// every morsel and fragment, and must not miss on them whenever another producer bumps.
     struct Side {
         std::span<const Tuple> input;
-        TupleBuffer fragments;                  // the arena of fixed-capacity fragments
-        std::atomic<std::size_t> next_chunk{0}; // bump counter into the arena, in chunks
-        std::atomic<std::size_t> next_tuple{0}; // start of the next morsel of the input
+        TupleBuffer fragments; // the arena of fixed-capacity fragments
+        alignas(system::cache_line_size) std::atomic<std::size_t> next_chunk{0}; // in chunks
+        alignas(system::cache_line_size) std::atomic<std::size_t> next_tuple{0}; // next morsel
     };
+    /// Chunks a producer reserves with one add on its relation's chunk counter.
+    static constexpr std::size_t chunks_per_reserve = 16;
 
     struct Producer {
         std::vector<Tuple *> open;           // the open fragment of each partition
         std::vector<Tuple *> chunk_next;     // next free slot of each partition's chunk (nullptr: none)
+        Tuple *reserved{nullptr};            // the next of this producer's reserved chunks
+        std::size_t reserved_left{0};        // reserved chunks not yet handed to a partition
         std::vector<Tuple *> run_first;      // first fragment of the partition's pending run
         std::vector<std::uint32_t> run_full; // full fragments in the pending run (0: none)
         std::vector<std::uint32_t> fill;
@@ -261,7 +267,9 @@ private:
         // Full fragments plus one partly filled fragment per partition and producer at most, in
         // chunks of which each producer leaves at most one partly used per partition.
         const std::size_t fragments = (input.size() + capacity - 1) / capacity + producers * _partitions;
-        const std::size_t chunks = (fragments + chunk - 1) / chunk + producers * _partitions;
+        // Plus up to one reserve per producer left unused at the end.
+        const std::size_t chunks =
+            (fragments + chunk - 1) / chunk + producers * (_partitions + chunks_per_reserve);
         side.fragments = TupleBuffer{chunks * _chunk_tuples};
         side.fragments.prefault();
     }
@@ -286,9 +294,17 @@ private:
         // A fresh chunk always gives up its first slot at once, so a next slot on a chunk
         // boundary means the partition's chunk is used up.
         if (next == nullptr || static_cast<std::size_t>(next - side.fragments.data()) % _chunk_tuples == 0) {
-            const std::size_t chunk = side.next_chunk.fetch_add(1, std::memory_order_relaxed);
-            MX_ASSERT((chunk + 1) * _chunk_tuples <= side.fragments.size(), "fragment arena exhausted");
-            next = side.fragments.data() + chunk * _chunk_tuples;
+            if (producer.reserved_left == 0) {
+                const std::size_t chunk =
+                    side.next_chunk.fetch_add(chunks_per_reserve, std::memory_order_relaxed);
+                MX_ASSERT((chunk + chunks_per_reserve) * _chunk_tuples <= side.fragments.size(),
+                          "fragment arena exhausted");
+                producer.reserved = side.fragments.data() + chunk * _chunk_tuples;
+                producer.reserved_left = chunks_per_reserve;
+            }
+            next = producer.reserved;
+            producer.reserved += _chunk_tuples;
+            --producer.reserved_left;
         }
         Tuple *fragment = next + header_tuples;
         next += _fragment_stride;
@@ -322,6 +338,7 @@ private:
     void partition(bool probe, std::size_t w) noexcept {
         Side &side = probe ? _probe_side : _build_side;
         Producer &producer = probe ? _probe_producers[w] : _build_producers[w];
+        producer.reserved_left = 0;
         // A chunk for every partition in one step: one atomic add instead of one per partition.
         const std::size_t first_chunk = side.next_chunk.fetch_add(_partitions, std::memory_order_relaxed);
         MX_ASSERT((first_chunk + _partitions) * _chunk_tuples <= side.fragments.size(),

@@ -395,6 +395,9 @@ private:
             producer.run_first[p] = full;
         }
         Tuple *next = take_fragment(side, producer, p);
+        // The scatter prefetches each fragment's next line as it goes; the first line of a new
+        // fragment is not next to the last one (a header line or another chunk lies between).
+        system::prefetch(next, system::PrefetchMode::for_write);
         if (producer.run_full[p] == _config.fragments_per_task || next != full + _fragment_stride) {
             emit(producer, probe, p,
                  Run{producer.run_first[p], producer.run_full[p], _config.fragment_capacity});

@@ -1,16 +1,18 @@
 #pragma once
 
 // The task-based radix join (dissertation ch. 6, "micro partitioning and task squads"). There is
-// no histogram pass: each producer scatters its share of the input into fixed-capacity fragments,
-// one open fragment per partition, taking fresh fragments from a per-partition chunk of adjacent
-// slots and fresh chunks by bumping its own counter. A full fragment becomes a build or probe
-// task, constructed in the header in front of the fragment, for its partition's squad and with
-// the fragment as the data to prefetch; each producer hands a partition's tasks to the squad in
-// one SquadBatch at the end of its share. At the end of the partition phase the build squads are published:
-// each squad's tasks run back to back on one worker and fill the partition's hash table (no latch, one worker
-// owns the table while its squad runs). The last build task of a partition publishes the partition's probe
-// squad onto its own worker, so the probes find the table in that core's cache (`fuse_probe`; without it all
-// probe squads are published after the whole build phase).
+// no histogram pass: one producer task per worker and relation takes morsels of the relation from
+// a shared cursor and scatters them into fixed-capacity fragments, one open fragment per
+// partition, taking fresh fragments from a per-partition chunk of adjacent slots and chunks from
+// the relation's arena. Adjacent full fragments form a run, and a run becomes a build or probe
+// task, constructed in the header in front of its first fragment, for its partition's squad and
+// with that fragment as the data to prefetch; each producer hands a partition's tasks to the
+// squad in one SquadBatch at the end. The last producer publishes the build squads: the workers
+// pull them one at a time, each squad's tasks run back to back on one worker and fill the
+// partition's hash table (no latch: one worker owns the table while its squad runs). The last
+// build task of a partition publishes the partition's probe squad onto its own worker, so the
+// probes find the table in that core's cache (`fuse_probe`; without it all probe squads are
+// published after the whole build phase). docs/design/radix-join.md has the reasons and figures.
 
 #include <algorithm>
 #include <atomic>
@@ -49,8 +51,8 @@ struct MicroJoinConfig {
     /// still in the core's cache (0 = every table in its own slice of a cold arena).
     std::uint32_t table_slots_per_worker{64};
     /// Adjacent full fragments of one partition (a chunk holds fragments_per_chunk of them) that
-    /// one build or probe task covers; the task prefetches each next fragment a line per line
-    /// it processes. 1 = a task per fragment (the dissertation's granularity).
+    /// one build or probe task covers; the task prefetches each next fragment, a line per four
+    /// tuples it processes. 1 = a task per fragment (the dissertation's granularity).
     std::uint32_t fragments_per_task{8};
     /// Input tuples a producer takes from its relation at a time (from a cursor shared by the
     /// producers): small enough that the workers end the partition phase within microseconds of
@@ -172,12 +174,10 @@ public:
     }
 
 private:
-    /// One producer's scatter state. Written only by the producer task of its worker during the
-    /// partition phase; reset and read (counts) by the thread calling run() between phases.
     /// One relation's input and fragment arena, shared by its producers. The counters are reset
-    /// by run() before the producers start and bumped by them (any worker).
-    /// The counters sit on lines of their own: the producers read `input` and `fragments` on
-    /// every morsel and fragment, and must not miss on them whenever another producer bumps.
+    /// by run() before the producers start and bumped by them (any worker). They sit on lines of
+    /// their own: the producers read `input` and `fragments` on every morsel and fragment, and
+    /// must not miss on them whenever another producer bumps.
     struct Side {
         std::span<const Tuple> input;
         TupleBuffer fragments; // the arena of fixed-capacity fragments
@@ -187,6 +187,9 @@ private:
     /// Chunks a producer reserves with one add on its relation's chunk counter.
     static constexpr std::size_t chunks_per_reserve = 16;
 
+    /// One producer's scatter state. Written only by the producer task of its worker during the
+    /// partition phase; its counts are read by the last producer (start_join(), after the
+    /// acq_rel countdown) or, in the phased schedule, by the thread calling run() after wait().
     struct Producer {
         std::vector<Tuple *> open;           // the open fragment of each partition
         std::vector<Tuple *> chunk_next;     // next free slot of each partition's chunk (nullptr: none)
@@ -203,7 +206,7 @@ private:
     };
 
     /// A run of adjacent fragments of one partition: all full but the last, which holds `last`
-    /// tuples. Consecutive fragments are _fragment_stride tuples apart (a header between them).
+    /// tuples. Consecutive fragments are _fragment_stride tuples apart (a header line between).
     struct Run {
         const Tuple *first;
         std::uint32_t fragments;
@@ -660,15 +663,17 @@ private:
     // 0 = no build tuple yet, 1 = built, 2 = probing started. Per partition, written only by the
     // worker running that partition's squad in the current phase.
     std::vector<std::uint8_t> _table_ready;
-    // Build tasks of the partition still to run; set by run() between phases, counted down by the
-    // worker running the partition's build squad.
+    // Build tasks of the partition still to run; set by lay_out_tables() (the last producer, or
+    // run() in the phased schedule) before the squads are published, counted down by the worker
+    // running the partition's build squad.
     std::vector<std::uint32_t> _builds_left;
     // Probe tasks of the partition still to run (same writers as _builds_left, probe squads).
     std::vector<std::uint32_t> _probes_left;
     // Slot of the partition's table or no_slot (arena); written by the worker running the
     // partition's squads.
     std::vector<std::uint32_t> _table_slot;
-    // Written by run() between phases, read by the build and probe tasks.
+    // Written by lay_out_tables() before the squads are published, read by the build and probe
+    // tasks.
     std::vector<std::size_t> _partition_offsets;
     std::vector<std::size_t> _head_offsets;
     // Fused schedule only: table_slots_per_worker slots per worker. A pool (free slots, most

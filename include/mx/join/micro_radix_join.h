@@ -57,7 +57,7 @@ struct MicroJoinConfig {
     /// Input tuples a producer takes from its relation at a time (from a cursor shared by the
     /// producers): small enough that the workers end the partition phase within microseconds of
     /// each other, large enough that the cursor is touched rarely.
-    std::uint32_t morsel_tuples{16384};
+    std::uint32_t morsel_tuples{65536};
 };
 
 class MicroRadixJoin {

@@ -279,7 +279,10 @@ void Worker::execute_sampled(Task &task) noexcept {
     _sample_countdown = sample_interval;
     const void *type = &typeid(task);
     const std::uint64_t start = system::cycles();
-    execute(task);
+    // Only the sampled task counts: successors it hands over by bypass run after the sample
+    // (they may be of another type, and a chain would inflate the estimate for this one).
+    _bypass_chain = 0;
+    Task *next = execute_one(task);
     const auto elapsed =
         static_cast<std::uint32_t>(std::min<std::uint64_t>(system::cycles() - start, 1U << 24U));
     TypeSample &sample = _type_samples[(reinterpret_cast<std::uintptr_t>(type) >> 4U) % _type_samples.size()];
@@ -288,11 +291,16 @@ void Worker::execute_sampled(Task &task) noexcept {
     } else {
         sample.cycles = (sample.cycles * 7U + elapsed) / 8U;
     }
+    run_bypassed(next);
 }
 
 void Worker::execute(Task &task) noexcept {
     _bypass_chain = 0;
-    for (Task *next = execute_one(task); next != nullptr;) {
+    run_bypassed(execute_one(task));
+}
+
+void Worker::run_bypassed(Task *next) noexcept {
+    while (next != nullptr) {
         next = execute_one(*next);
     }
 }

@@ -183,6 +183,8 @@ private:
     void execute(Task &task) noexcept;
     /// Runs one task; returns the successor to run right away (bypass) or nullptr.
     Task *execute_one(Task &task) noexcept;
+    /// Runs `next` (if any) and the successors handed over by bypass after it.
+    void run_bypassed(Task *next) noexcept;
     /// After a task finished: successor, remove/stop, completion count, epoch duties. Returns
     /// the successor to run right away (already counted as spawned) or nullptr.
     Task *complete(Task &task, const TaskResult &result) noexcept;

@@ -66,8 +66,7 @@ public:
     /// join, and nobody else may use the runtime while run() waits on it.
     MicroRadixJoin(tasking::Runtime &runtime, std::span<const Tuple> build, std::span<const Tuple> probe,
                    const MicroJoinConfig &config)
-        : _runtime(runtime), _build(build), _probe(probe), _config(config),
-          _partitions(std::size_t{1} << config.radix_bits),
+        : _runtime(runtime), _config(config), _partitions(std::size_t{1} << config.radix_bits),
           _build_squads(std::make_unique<tasking::Squad[]>(_partitions)),
           _probe_squads(std::make_unique<tasking::Squad[]>(_partitions)), _table_tuples(build.size()),
           _table_next(build.size()), _table_heads(2 * build.size() + _partitions), _tables(_partitions),
@@ -129,22 +128,20 @@ public:
                         // Acq_rel: the last producer sees every producer's counts and squads.
                         if (_producers_left.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
                             _config.fuse_probe) {
-                            start_join(&context);
+                            start_join(context);
                         }
                     },
                     tasking::Annotation{.target_worker = w});
             }
         }
-        std::uint64_t partition_ns = 0;
+        // Fused: the last producer lays out the tables and publishes the build squads itself, so
+        // the join phase starts on the workers without a round trip through this thread, and this
+        // wait covers the whole join.
+        _runtime.wait();
+        std::uint64_t partition_ns = _partition_ns;
         std::uint64_t build_ns = 0;
         std::uint64_t probe_ns = 0;
-        if (_config.fuse_probe) {
-            // The last producer lays out the tables and publishes the build squads itself: the
-            // join phase starts on the workers, without a round trip through this thread.
-            _runtime.wait();
-            partition_ns = _partition_ns;
-        } else {
-            _runtime.wait();
+        if (!_config.fuse_probe) {
             lay_out_tables();
             partition_ns = detail::elapsed_ns(start);
             const auto build_start = std::chrono::steady_clock::now();
@@ -251,7 +248,7 @@ private:
     /// Fused schedule, run by the last producer task: ends the partition phase and publishes the
     /// build squads (and the probe squads of partitions without build tuples: no build task will
     /// publish those, and their tasks find no table).
-    void start_join(tasking::TaskContext *context) noexcept {
+    void start_join(tasking::TaskContext &context) noexcept {
         lay_out_tables();
         _partition_ns = detail::elapsed_ns(_start);
         _join_squads = _build_squad_list;
@@ -260,7 +257,7 @@ private:
                 _join_squads.push_back(&_probe_squads[p]);
             }
         }
-        context->publish(_join_squads);
+        context.publish(_join_squads);
     }
 
     void prepare(Side &side, std::span<const Tuple> input, std::size_t producers) {
@@ -463,8 +460,8 @@ private:
             }
         }
         // Non-temporal stores are weakly ordered. The fragment tasks cannot run before their
-        // squad is published, which happens after this task and the runtime's wait(); the fence
-        // drains the stores before the task ends.
+        // squads are published, which happens only after every producer has counted itself done
+        // (or after wait(), phased); the fence drains the stores before this producer does.
         _mm_sfence();
     }
 
@@ -549,12 +546,10 @@ private:
             heads += size == 0 ? 0 : PartitionHashTable::bucket_count_for(size);
         }
         _partition_offsets[_partitions] = offset;
-        MX_ASSERT(offset == _build.size(), "every build tuple lands in one partition");
+        MX_ASSERT(offset == _build_side.input.size(), "every build tuple lands in one partition");
         MX_ASSERT(heads <= _table_heads.size(), "bucket arena too small");
     }
 
-    // Build tasks of a partition run back to back on the worker its squad went to, so the first
-    // one sets the table up (first touch on that core) and none of them needs a latch.
     /// Calls body(tuple) for every tuple of the run, fragment by fragment. Each full fragment
     /// prefetches its successor a line per four tuples processed: the loads spread over the work
     /// instead of one burst that fills the core's miss buffers (the runtime fetched the first).
@@ -586,6 +581,8 @@ private:
         }
     }
 
+    // Build tasks of a partition run back to back on the worker its squad went to, so the first
+    // one sets the table up (first touch on that core) and none of them needs a latch.
     void build_run(tasking::TaskContext &context, std::size_t p, const Run &run) noexcept {
         if (_table_ready[p] == 0) {
             if (_config.fuse_probe) {
@@ -640,8 +637,6 @@ private:
     }
 
     tasking::Runtime &_runtime;
-    std::span<const Tuple> _build;
-    std::span<const Tuple> _probe;
     MicroJoinConfig _config;
     std::size_t _fragment_stride{0}; // arena tuples per fragment slot (header + capacity)
     std::size_t _chunk_tuples{0};    // arena tuples per chunk of fragment slots
@@ -654,8 +649,9 @@ private:
     std::unique_ptr<tasking::Squad[]> _probe_squads;
     std::vector<tasking::Squad *> _build_squad_list;
     std::vector<tasking::Squad *> _probe_squad_list;
-    // Table arena. The slices of partition p are written by the worker running p's build squad
-    // and read by the workers running p's probe squad after the build phase's wait().
+    // Table arena (and the slots below). Partition p's table is written by the worker running
+    // p's build squad and read by the worker running p's probe squad: the same worker right after
+    // the build (fused), or any worker after the build phase's wait() (phased).
     TupleBuffer _table_tuples;
     std::vector<std::uint32_t> _table_next;
     std::vector<std::uint32_t> _table_heads;

@@ -1303,7 +1303,9 @@ private:
         if (from.id == TypeId::float64) {
             if (to.id != TypeId::decimal) {
                 const double r = std::nearbyint(v->f64);
-                if (!(std::fabs(r) < 9e18)) {
+                // The exact int64 range, as the engine checks it ([-2^63, 2^63); NaN fails):
+                // a rounder 9e18 bound failed casts the engine rightly accepts (-2^63 itself).
+                if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) {
                     return std::nullopt;
                 }
                 return exact(to, static_cast<std::int64_t>(r));

@@ -118,6 +118,7 @@ int main(int argc, char **argv) {
     std::uint64_t seed = 1;
     double zipf = 0.0;
     bool verify = false;
+    bool per_run = false;
     std::string csv_path = "-";
     std::uint32_t prefetch_distance = 2;
     std::vector<std::uint32_t> capacities{128, 256};
@@ -138,6 +139,7 @@ int main(int argc, char **argv) {
     app.add_option("--fragment-capacities", capacities, "tuples per fragment of the micro variants")
         ->check(CLI::Range(1U, 1U << 20U));
     app.add_flag("--verify", verify, "also check every result against the reference join (slow)");
+    app.add_flag("--per-run", per_run, "also print every measured run's phase times to stderr");
     app.add_option("--csv", csv_path, "CSV output file ('-' = stdout)");
     CLI11_PARSE(app, argc, argv);
     if (min_bits > max_bits) {
@@ -260,6 +262,10 @@ int main(int argc, char **argv) {
                     m.join_ms.push_back(static_cast<double>(timings.build_probe_ns) / 1e6);
                     m.total_ms.push_back(static_cast<double>(timings.total_ns) / 1e6);
                     m.cycles.push_back(static_cast<double>(timings.total_cycles));
+                    if (per_run) {
+                        std::fprintf(stderr, "  run %u %-22s partition %8.2f ms  join %8.2f ms\n", run,
+                                     variant.name.c_str(), m.partition_ms.back(), m.join_ms.back());
+                    }
                 }
             }
             for (const Measured &m : measured) {

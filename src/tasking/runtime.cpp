@@ -350,6 +350,11 @@ Task *Worker::complete(Task &task, const TaskResult &result) noexcept {
     }
     if (result.action() == TaskResult::Action::remove) [[likely]] {
         destroy(task);
+    } else if (result.action() == TaskResult::Action::commit) {
+        // Only reached once the run stands: a failed optimistic read never gets here.
+        TaskContext context{*this};
+        task.commit(context);
+        destroy(task);
     } else if (result.action() == TaskResult::Action::stop) {
         if (task.is_runtime_owned()) {
             destroy(task);

@@ -79,7 +79,7 @@ TEST_P(PrimitiveTest, CountersAddUpWhileReadersNeverSeeATornPair) {
             const std::size_t index = random % counters.size();
             const ResourcePtr counter = counters[index];
             if ((random >> 16U) % 3 == 0) {
-                context.spawn(*context.new_task<PairReader>(counter, stats.get()));
+                context.spawn(*context.new_task<PairReader>(counter, stats.get(), (random >> 20U) % 2 == 0));
             } else {
                 expected[index].fetch_add(1, std::memory_order_relaxed);
                 context.spawn([counter] { mx::sync_test::add(*counter.get<Pair>(), 1); }, writing(counter));
@@ -95,6 +95,7 @@ TEST_P(PrimitiveTest, CountersAddUpWhileReadersNeverSeeATornPair) {
     }
     EXPECT_EQ(stats->validated.load() + writes, operations) << "every reader must finish exactly once";
     EXPECT_EQ(stats->torn.load(), 0U) << "a validated read saw a half-written pair";
+    EXPECT_EQ(stats->bad_commit.load(), 0U);
     delete_all(counters);
 }
 
@@ -178,7 +179,8 @@ TEST_P(PrimitiveTest, OptimisticReadersOfOneHotPairNeverValidateATornRead) {
                 writes.fetch_add(1, std::memory_order_relaxed);
                 context.spawn([pair] { mx::sync_test::add(*pair.get<Pair>(), 1); }, writing(pair));
             } else {
-                context.spawn(*context.new_task<PairReader>(pair, stats.get()));
+                // Every other reader checks its copy in commit() instead of a successor.
+                context.spawn(*context.new_task<PairReader>(pair, stats.get(), i % 8 == 1));
             }
         });
     const std::uint32_t external_readers = scaled(500);
@@ -187,6 +189,7 @@ TEST_P(PrimitiveTest, OptimisticReadersOfOneHotPairNeverValidateATornRead) {
     }
     runtime().wait();
     EXPECT_EQ(stats->torn.load(), 0U);
+    EXPECT_EQ(stats->bad_commit.load(), 0U);
     EXPECT_EQ(stats->validated.load() + writes.load(), operations + external_readers);
     EXPECT_EQ(pair.get<Pair>()->a, writes.load());
     if (runtime().worker_count() == 1) {
@@ -297,13 +300,14 @@ struct RetryStats {
 /// version itself (as a concurrent writer would, but deterministically). Each run increments a
 /// member that is declared optimistic state and re-annotates the task; each run allocates a
 /// successor. Only the successor of the validated run may be dispatched, and it must see the
-/// state of exactly one run.
+/// state of exactly one run. With `commit`, each run returns TaskResult::commit() instead, and
+/// the same holds for commit(): called once, for the validated run only.
 class FailingReader final : public Task {
 public:
-    FailingReader(ResourcePtr resource, std::uint16_t worker, std::uint32_t failures,
-                  RetryStats *stats) noexcept
+    FailingReader(ResourcePtr resource, std::uint16_t worker, std::uint32_t failures, RetryStats *stats,
+                  bool commit) noexcept
         : Task(Annotation{.target_worker = worker, .resource = resource, .access = AccessMode::read_only}),
-          _failures(failures), _stats(stats), _resource(resource) {}
+          _failures(failures), _stats(stats), _resource(resource), _commit(commit) {}
 
     TaskResult execute(TaskContext &context) noexcept override {
         _stats->runs.fetch_add(1, std::memory_order_relaxed);
@@ -326,6 +330,9 @@ public:
             version.write_lock();
             version.write_end();
         }
+        if (_commit) {
+            return TaskResult::commit();
+        }
         const std::uint32_t increments = _state.increments;
         const std::uint32_t runs = _runs;
         const std::uint32_t failures = _failures;
@@ -342,6 +349,16 @@ public:
         return TaskResult::successor_and_remove(successor);
     }
 
+    void commit(TaskContext & /*context*/) noexcept override {
+        _stats->successors.fetch_add(1, std::memory_order_relaxed);
+        if (_state.increments != 1) {
+            _stats->bad_state.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (_runs != _failures + 1) {
+            _stats->bad_successor.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+
     std::span<std::byte> optimistic_state() noexcept override { return state_bytes(_state); }
 
 private:
@@ -354,11 +371,12 @@ private:
     std::uint32_t _failures;
     RetryStats *_stats;
     ResourcePtr _resource;
+    bool _commit;
 };
 
 class OptimisticTest : public ::testing::TestWithParam<mx::sync_test::PrimitiveShape> {};
 
-TEST_P(OptimisticTest, SuccessorIsDispatchedOnlyAfterValidationAndStateIsRestoredOnRetry) {
+TEST_P(OptimisticTest, SuccessorOrCommitRunsOnlyAfterValidationAndStateIsRestoredOnRetry) {
     const Primitive primitive = std::get<0>(GetParam());
     mx::tasking::RuntimeConfig config = mx::sync_test::config_of(std::get<1>(GetParam()));
     config.optimistic_retries = 8;
@@ -383,17 +401,19 @@ TEST_P(OptimisticTest, SuccessorIsDispatchedOnlyAfterValidationAndStateIsRestore
             // All on one worker: readers on different workers would invalidate each other with
             // their forced version bumps, and the counts below would not be exact.
             const auto worker = static_cast<std::uint16_t>(workers - 1U);
-            runtime.spawn(*runtime.new_task<FailingReader>(resource, worker, failures, &stats));
+            // Every other reader delivers through commit() instead of a successor.
+            runtime.spawn(*runtime.new_task<FailingReader>(resource, worker, failures, &stats, i % 2 == 1));
             expected_retries += failures;
         }
     }
     runtime.wait();
     const std::uint64_t readers = std::uint64_t{per_count} * failure_counts.size();
-    EXPECT_EQ(stats.successors.load(), readers) << "exactly one successor per reader: the validated run's";
+    EXPECT_EQ(stats.successors.load(), readers)
+        << "exactly one successor or commit() per reader: the validated run's";
     EXPECT_EQ(stats.runs.load(), readers + expected_retries);
     EXPECT_EQ(stats.bad_state.load(), 0U) << "optimistic state was not restored before a retry";
     EXPECT_EQ(stats.bad_annotation.load(), 0U) << "the annotation was not restored before a retry";
-    EXPECT_EQ(stats.bad_successor.load(), 0U) << "a successor of a failed run was dispatched";
+    EXPECT_EQ(stats.bad_successor.load(), 0U) << "a successor or commit() of a failed run ran";
     EXPECT_EQ(mx::sync_test::total(runtime, &mx::tasking::WorkerStatistics::optimistic_retries),
               expected_retries);
     EXPECT_EQ(runtime.live_tasks(), 0U) << "successors of failed runs must be freed";

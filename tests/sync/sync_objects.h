@@ -71,19 +71,22 @@ inline void add(Pair &pair, std::uint64_t delta) noexcept {
 struct ReadStats {
     std::atomic<std::uint64_t> validated{0};
     std::atomic<std::uint64_t> torn{0};
-    std::atomic<std::uint64_t> dead{0};      ///< saw a destroyed object
-    std::atomic<std::uint64_t> max_value{0}; ///< largest field value seen
+    std::atomic<std::uint64_t> dead{0};       ///< saw a destroyed object
+    std::atomic<std::uint64_t> max_value{0};  ///< largest field value seen
+    std::atomic<std::uint64_t> bad_commit{0}; ///< commit() of a reader that did not ask for it
 };
 
 /// Reads a Pair in phase 0 under the task's resource annotation (possibly optimistically: the
 /// copy may be torn and is then thrown away), drops the annotation and returns itself as the
 /// successor; phase 1 runs only after the runtime validated phase 0 and checks the copy. A
-/// failed optimistic run is undone by the runtime: the annotation and the state bytes.
+/// failed optimistic run is undone by the runtime: the annotation and the state bytes. With
+/// `commit`, phase 0 returns TaskResult::commit() instead and the check runs in commit(), which
+/// the runtime calls only for a run that stands.
 class PairReader final : public tasking::Task {
 public:
-    PairReader(tasking::ResourcePtr resource, ReadStats *stats) noexcept
+    PairReader(tasking::ResourcePtr resource, ReadStats *stats, bool commit = false) noexcept
         : Task(tasking::Annotation{.resource = resource, .access = tasking::AccessMode::read_only}),
-          _stats(stats) {}
+          _stats(stats), _commit(commit) {}
 
     tasking::TaskResult execute(tasking::TaskContext & /*context*/) noexcept override {
         if (_state.phase == 0) {
@@ -94,9 +97,27 @@ public:
             window(24);
             _state.b = pair->b;
             _state.phase = 1;
+            if (_commit) {
+                return tasking::TaskResult::commit();
+            }
             annotate(tasking::ResourcePtr{}, tasking::AccessMode::none);
             return tasking::TaskResult::successor(this);
         }
+        check();
+        return tasking::TaskResult::remove();
+    }
+
+    void commit(tasking::TaskContext & /*context*/) noexcept override {
+        if (!_commit || _state.phase != 1) {
+            _stats->bad_commit.fetch_add(1, std::memory_order_relaxed);
+        }
+        check();
+    }
+
+    std::span<std::byte> optimistic_state() noexcept override { return state_bytes(_state); }
+
+private:
+    void check() noexcept {
         _stats->validated.fetch_add(1, std::memory_order_relaxed);
         if (_state.a != _state.b) {
             _stats->torn.fetch_add(1, std::memory_order_relaxed);
@@ -107,12 +128,8 @@ public:
         std::uint64_t seen = _stats->max_value.load(std::memory_order_relaxed);
         while (_state.a > seen && !_stats->max_value.compare_exchange_weak(seen, _state.a)) {
         }
-        return tasking::TaskResult::remove();
     }
 
-    std::span<std::byte> optimistic_state() noexcept override { return state_bytes(_state); }
-
-private:
     struct State {
         std::uint64_t magic{0};
         std::uint64_t a{0};
@@ -121,6 +138,7 @@ private:
     };
     State _state{};
     ReadStats *_stats;
+    bool _commit;
 };
 
 inline tasking::Annotation writing(tasking::ResourcePtr resource) noexcept {

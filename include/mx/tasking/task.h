@@ -22,7 +22,7 @@ class TaskContext;
 /// What a task asks the runtime to do once its execute() returned.
 class TaskResult {
 public:
-    enum class Action : std::uint8_t { keep, remove, stop, suspend };
+    enum class Action : std::uint8_t { keep, remove, stop, suspend, commit };
 
     /// The task is finished; its memory belongs to whoever created it (not the runtime).
     static constexpr TaskResult done() noexcept { return {nullptr, Action::keep}; }
@@ -45,6 +45,12 @@ public:
     static constexpr TaskResult bypass_and_remove(Task *next) noexcept {
         return {next, Action::remove, true};
     }
+    /// The task is finished: the runtime calls its commit() and then destroys it. commit() runs
+    /// only once the run stands: after an optimistic read was validated (a failed validation
+    /// runs execute() again, not commit()), after a hardware transaction committed, or right
+    /// away under any other primitive. For what a repeated read must not do twice, such as
+    /// handing a lookup's result to its caller; it costs no extra dispatch.
+    static constexpr TaskResult commit() noexcept { return {nullptr, Action::commit}; }
     /// Ask the runtime to stop: workers leave their loops; Runtime::wait() returns.
     static constexpr TaskResult stop() noexcept { return {nullptr, Action::stop}; }
     /// Coroutine tasks only (CoroutineTask): the body suspended; the worker parks the task in
@@ -91,6 +97,11 @@ public:
     /// run and puts them back when validation fails. The default (nothing) fits tasks whose
     /// execute() only reads members it never writes. Use state_bytes(member) to return a member.
     virtual std::span<std::byte> optimistic_state() noexcept { return {}; }
+
+    /// Called by the runtime for a run that returned TaskResult::commit(), once that run stands
+    /// (see there), on the worker that ran it; the task is destroyed right after. Runtime-owned
+    /// tasks only.
+    virtual void commit(TaskContext &context) noexcept { static_cast<void>(context); }
 
     void annotate(const Annotation &annotation) noexcept {
         _target_worker = annotation.target_worker;

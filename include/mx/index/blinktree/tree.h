@@ -254,14 +254,10 @@ public:
 
     tasking::TaskResult execute(tasking::TaskContext &context) noexcept override {
         const NodeRef ref = resource();
-        if (!ref) {
-            deliver(context); // the validated read left its result in the task
-            return tasking::TaskResult::remove();
-        }
         if (access() == tasking::AccessMode::write) {
             return write_step(context, ref, *ref.get<NodeType>());
         }
-        return read_step(context, ref, *ref.get<NodeType>());
+        return read_step(ref, *ref.get<NodeType>());
     }
 
     /// Scans append to the caller's buffer while reading a leaf: a failed validation must put
@@ -283,7 +279,7 @@ private:
                                                         : tasking::TaskResult::successor(this);
     }
 
-    tasking::TaskResult read_step(tasking::TaskContext &context, NodeRef ref, const NodeType &node) noexcept {
+    tasking::TaskResult read_step(NodeRef ref, const NodeType &node) noexcept {
         const Key key = search_key();
         if (node.beyond(key)) {
             move_to(node.right, tasking::AccessMode::read_only);
@@ -304,15 +300,15 @@ private:
             return next_step(static_cast<std::uint16_t>(node.level - 1));
         }
         if (_request.operation == Operation::scan) {
-            return scan_leaf(context, ref, node);
+            return scan_leaf(node);
         }
         const std::uint16_t index = node.find(key);
         _result.found = index != NodeType::capacity;
         _result.value = _result.found ? node.payload[index] : 0;
-        return finish(context, ref);
+        return finish();
     }
 
-    tasking::TaskResult scan_leaf(tasking::TaskContext &context, NodeRef ref, const NodeType &node) noexcept {
+    tasking::TaskResult scan_leaf(const NodeType &node) noexcept {
         const std::uint16_t count = node.safe_count();
         for (std::uint16_t i = node.lower_bound(_cursor.from);
              i < count && _cursor.count < _request.scan_limit; ++i) {
@@ -325,7 +321,7 @@ private:
             return tasking::TaskResult::successor(this);
         }
         _result.count = _cursor.count;
-        return finish(context, ref);
+        return finish();
     }
 
     tasking::TaskResult write_step(tasking::TaskContext &context, NodeRef ref, NodeType &node) noexcept {
@@ -364,7 +360,7 @@ private:
             break;
         }
         _result.value = _request.value;
-        return finish(context, ref);
+        return finish();
     }
 
     /// Inserts into a node this task writes; splits it when full.
@@ -383,27 +379,15 @@ private:
         _tree->propagate_split(context, ref, node.level, separator, sibling_ref, _parent);
     }
 
-    /// Ends a step that produced the result: delivers it here when no re-run can follow (a
-    /// writer, or a reader under a latch or scheduling), otherwise in one more step without
-    /// resource, which the runtime dispatches only after the read was validated.
-    tasking::TaskResult finish(tasking::TaskContext &context, NodeRef ref) noexcept {
-        if (_request.listener.callback == nullptr) {
-            return tasking::TaskResult::remove();
-        }
-        const sync::Primitive primitive = tasking::primitive_of(ref);
-        const bool writer = access() == tasking::AccessMode::write;
-        const bool direct = primitive == sync::Primitive::spinlock ||
-                            primitive == sync::Primitive::rw_latch ||
-                            primitive == sync::Primitive::scheduling || primitive == sync::Primitive::none ||
-                            (writer && primitive != sync::Primitive::htm);
-        if (direct) {
-            deliver(context);
-            return tasking::TaskResult::remove();
-        }
-        annotate(tasking::ResourcePtr{}, tasking::AccessMode::none);
-        annotate(tasking::PrefetchHint{});
-        return tasking::TaskResult::bypass(this); // nothing to prefetch: deliver right after validation
+    /// Ends a step that produced the result. The runtime calls commit() (which delivers it)
+    /// only once the step stands: after the validation of an optimistic read, after a
+    /// transaction committed, or at once under a latch or scheduling.
+    [[nodiscard]] tasking::TaskResult finish() const noexcept {
+        return _request.listener.callback == nullptr ? tasking::TaskResult::remove()
+                                                     : tasking::TaskResult::commit();
     }
+
+    void commit(tasking::TaskContext &context) noexcept override { deliver(context); }
 
     [[nodiscard]] Key search_key() const noexcept {
         return _request.operation == Operation::scan ? _cursor.from : _request.key;

@@ -73,8 +73,7 @@ RegionHeap::Batch RegionHeap::take(std::uint8_t size_class, std::uint32_t count)
     return {head, count};
 }
 
-void RegionHeap::give_back(std::uint8_t size_class, FreeBlock *head, [[maybe_unused]] FreeBlock *tail,
-                           std::uint32_t count) noexcept {
+void RegionHeap::give_back(std::uint8_t size_class, FreeBlock *head, std::uint32_t count) noexcept {
     std::lock_guard lock{_mutex};
     _returned[size_class].push_back(Batch{head, count});
 }
@@ -88,38 +87,44 @@ std::size_t RegionHeap::reserved_bytes() const noexcept {
     return bytes;
 }
 
-FreeBlock *TaskAllocator::refill(std::uint8_t size_class) noexcept {
+void TaskAllocator::swap_magazines(std::uint8_t size_class) noexcept {
+    std::swap(_loaded[size_class], _spare[size_class]);
+    const std::uint32_t loaded = _loaded_counts[size_class].load(std::memory_order_relaxed);
+    _loaded_counts[size_class].store(_spare_counts[size_class].load(std::memory_order_relaxed),
+                                     std::memory_order_relaxed);
+    _spare_counts[size_class].store(loaded, std::memory_order_relaxed);
+}
+
+FreeBlock *TaskAllocator::reload(std::uint8_t size_class) noexcept {
+    if (_spare[size_class] != nullptr) {
+        swap_magazines(size_class);
+        return _loaded[size_class];
+    }
     const RegionHeap::Batch batch = _heap->take(size_class, _batch);
-    _lists[size_class] = batch.head;
-    _counts[size_class].store(batch.count, std::memory_order_relaxed);
+    _loaded[size_class] = batch.head;
+    _loaded_counts[size_class].store(batch.count, std::memory_order_relaxed);
     util::bump(_refills);
     util::bump(_obtained, batch.count);
     return batch.head;
 }
 
-void TaskAllocator::give_back(std::uint8_t size_class) noexcept {
-    // Keep one batch warm, hand the rest back.
-    FreeBlock *keep_tail = _lists[size_class];
-    for (std::uint32_t i = 1; i < _batch; ++i) {
-        keep_tail = keep_tail->next;
+void TaskAllocator::unload(std::uint8_t size_class) noexcept {
+    if (_spare[size_class] != nullptr) {
+        // Both full: the spare goes to the heap whole (O(1): its head and count are known).
+        const std::uint32_t count = _spare_counts[size_class].load(std::memory_order_relaxed);
+        _heap->give_back(size_class, _spare[size_class], count);
+        util::bump(_given_back, count);
+        _spare[size_class] = nullptr;
+        _spare_counts[size_class].store(0, std::memory_order_relaxed);
     }
-    FreeBlock *head = keep_tail->next;
-    FreeBlock *tail = head;
-    std::uint32_t count = 1;
-    while (tail->next != nullptr) {
-        tail = tail->next;
-        ++count;
-    }
-    keep_tail->next = nullptr;
-    _heap->give_back(size_class, head, tail, count);
-    _counts[size_class].store(_batch, std::memory_order_relaxed);
-    util::bump(_given_back, count);
+    swap_magazines(size_class);
 }
 
 std::int64_t TaskAllocator::held() const noexcept {
     std::int64_t cached = 0;
-    for (const auto &count : _counts) {
-        cached += count.load(std::memory_order_relaxed);
+    for (std::uint8_t c = 0; c < size_class_count; ++c) {
+        cached += _loaded_counts[c].load(std::memory_order_relaxed) +
+                  _spare_counts[c].load(std::memory_order_relaxed);
     }
     return static_cast<std::int64_t>(_obtained.load(std::memory_order_relaxed)) -
            static_cast<std::int64_t>(_given_back.load(std::memory_order_relaxed)) - cached;
@@ -127,20 +132,16 @@ std::int64_t TaskAllocator::held() const noexcept {
 
 void TaskAllocator::flush() noexcept {
     for (std::uint8_t c = 0; c < size_class_count; ++c) {
-        FreeBlock *head = _lists[c];
-        if (head == nullptr) {
-            continue;
+        for (int magazine = 0; magazine < 2; ++magazine) {
+            if (_loaded[c] != nullptr) {
+                const std::uint32_t count = _loaded_counts[c].load(std::memory_order_relaxed);
+                _heap->give_back(c, _loaded[c], count);
+                util::bump(_given_back, count);
+                _loaded[c] = nullptr;
+                _loaded_counts[c].store(0, std::memory_order_relaxed);
+            }
+            swap_magazines(c);
         }
-        FreeBlock *tail = head;
-        std::uint32_t count = 1;
-        while (tail->next != nullptr) {
-            tail = tail->next;
-            ++count;
-        }
-        _heap->give_back(c, head, tail, count);
-        _lists[c] = nullptr;
-        _counts[c].store(0, std::memory_order_relaxed);
-        util::bump(_given_back, count);
     }
 }
 

@@ -71,7 +71,7 @@ void give_back(RegionHeap &heap, std::uint8_t size_class, const std::vector<Free
         blocks[i]->next = blocks[i + 1];
     }
     blocks.back()->next = nullptr;
-    heap.give_back(size_class, blocks.front(), blocks.back(), static_cast<std::uint32_t>(blocks.size()));
+    heap.give_back(size_class, blocks.front(), static_cast<std::uint32_t>(blocks.size()));
 }
 
 /// Blocks are cache-line aligned, pairwise disjoint and writable.
@@ -265,6 +265,69 @@ TEST(TaskAllocatorTest, LongFreeListsGoBackToTheHeapAndAreReused) {
             << "a fresh block was carved although freed ones were available";
     }
     for (void *block : reused) {
+        producer.free(block, 1);
+    }
+    producer.flush();
+    consumer.flush();
+}
+
+TEST(TaskAllocatorTest, BurstsUpToTwoBatchesStayOffTheHeap) {
+    // A task that spawns a burst of tasks which all finish before the next burst (the YCSB batch
+    // task): once both magazines are filled, no burst of up to two batches goes to the heap. (The
+    // single list with a give-back bound that this replaced churned under that pattern when a
+    // refill brought a large batch another worker had given back: the list overshot its bound,
+    // the frees handed most of it back by walking it, the next burst refilled again.)
+    RegionHeap heap{0};
+    constexpr std::uint32_t batch = 8;
+    TaskAllocator allocator{heap, batch};
+    std::vector<void *> blocks;
+    const auto burst = [&](std::uint32_t size) {
+        for (std::uint32_t i = 0; i < size; ++i) {
+            blocks.push_back(allocator.allocate(2));
+        }
+        for (void *block : blocks) {
+            allocator.free(block, 2);
+        }
+        blocks.clear();
+    };
+    burst(2 * batch);
+    const std::uint64_t refills = allocator.refills();
+    const std::size_t reserved = heap.reserved_bytes();
+    for (std::uint32_t round = 0; round < 50; ++round) {
+        burst(batch / 2 + round % (2 * batch - batch / 2 + 1));
+    }
+    EXPECT_EQ(allocator.refills(), refills) << "a burst of at most two batches went to the heap";
+    EXPECT_EQ(heap.reserved_bytes(), reserved);
+    EXPECT_EQ(allocator.held(), 0);
+    allocator.flush();
+}
+
+TEST(TaskAllocatorTest, AFreeingWorkerKeepsAtMostTwoBatches) {
+    RegionHeap heap{0};
+    constexpr std::uint32_t batch = 4;
+    constexpr std::uint32_t total = 10 * batch;
+    TaskAllocator producer{heap, batch};
+    TaskAllocator consumer{heap, batch};
+    std::vector<void *> blocks;
+    for (std::uint32_t i = 0; i < total; ++i) {
+        blocks.push_back(producer.allocate(1));
+    }
+    for (void *block : blocks) {
+        consumer.free(block, 1);
+    }
+    EXPECT_EQ(consumer.held(), -static_cast<std::int64_t>(total)) << "every freed block is accounted for";
+    // All but the consumer's two magazines went back to the heap: the producer (whose own
+    // magazines are empty) gets exactly those again before any fresh block is carved.
+    const std::size_t reserved = heap.reserved_bytes();
+    std::vector<void *> again;
+    for (std::uint32_t i = 0; i < total - 2 * batch; ++i) {
+        again.push_back(producer.allocate(1));
+        EXPECT_NE(std::find(blocks.begin(), blocks.end(), again.back()), blocks.end())
+            << "block " << i << " was carved fresh: the consumer kept more than two batches";
+    }
+    EXPECT_EQ(std::set<void *>(again.begin(), again.end()).size(), again.size());
+    EXPECT_EQ(heap.reserved_bytes(), reserved);
+    for (void *block : again) {
         producer.free(block, 1);
     }
     producer.flush();

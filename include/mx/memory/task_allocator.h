@@ -1,10 +1,10 @@
 #pragma once
 
-// Multi-level task allocator (dissertation 2.5): a worker-local LIFO free list per size class,
+// Multi-level task allocator (dissertation 2.5): worker-local LIFO magazines per size class,
 // refilled in batches from the NUMA region's heap (the only lock), which takes NUMA-local memory
-// from the system in large chunks. A block freed by any worker goes to that worker's list; lists
-// that grow past a bound hand a batch back to the region heap, so producer/consumer patterns do
-// not hoard memory on the consuming worker.
+// from the system in large chunks. A block freed by any worker goes to that worker's magazines;
+// full magazines beyond two go back to the region heap, so producer/consumer patterns do not
+// hoard memory on the consuming worker.
 
 #include <array>
 #include <atomic>
@@ -63,8 +63,8 @@ public:
     /// worker gave back (whatever its size), else `count` fresh blocks. An empty batch only when
     /// the system has no memory left.
     Batch take(std::uint8_t size_class, std::uint32_t count) noexcept;
-    /// Takes back a list of blocks (head..tail linked) of one size class.
-    void give_back(std::uint8_t size_class, FreeBlock *head, FreeBlock *tail, std::uint32_t count) noexcept;
+    /// Takes back a list of `count` blocks (linked from head, nullptr-terminated) of one size class.
+    void give_back(std::uint8_t size_class, FreeBlock *head, std::uint32_t count) noexcept;
 
     [[nodiscard]] std::uint8_t memory_node() const noexcept { return _memory_node; }
     [[nodiscard]] std::size_t reserved_bytes() const noexcept;
@@ -87,38 +87,46 @@ private:
 };
 
 /// Worker-local allocator. Owner-private except for the statistics, which any thread may read.
+///
+/// Per size class it holds two magazines of at most `batch` blocks each, both LIFO lists: the
+/// loaded one, which allocate() pops and free() pushes, and a spare. An empty loaded magazine
+/// swaps with a non-empty spare, and only if both are empty takes a batch from the region heap;
+/// a full one swaps with an empty spare, and only if the spare is full too hands the spare to the
+/// heap. Every step is O(1) (a magazine is handed over whole, by its head and count), and it takes
+/// a swing of more than `batch` blocks in one direction to go to the heap and back, so a task
+/// that allocates a burst and frees it again stays off the heap's mutex.
 class TaskAllocator {
 public:
     explicit TaskAllocator(RegionHeap &heap, std::uint32_t batch = 64) noexcept
-        : _heap(&heap), _batch(batch), _give_back_threshold(4 * batch) {}
+        : _heap(&heap), _batch(batch) {}
     TaskAllocator(const TaskAllocator &) = delete;
     TaskAllocator &operator=(const TaskAllocator &) = delete;
 
     void *allocate(std::uint8_t size_class) noexcept {
-        FreeBlock *block = _lists[size_class];
+        FreeBlock *block = _loaded[size_class];
         if (block == nullptr) [[unlikely]] {
-            block = refill(size_class);
+            block = reload(size_class);
             if (block == nullptr) {
                 return nullptr;
             }
         }
         unpoison(block, size_class);
-        _lists[size_class] = block->next;
-        _counts[size_class].store(_counts[size_class].load(std::memory_order_relaxed) - 1,
-                                  std::memory_order_relaxed);
+        _loaded[size_class] = block->next;
+        _loaded_counts[size_class].store(_loaded_counts[size_class].load(std::memory_order_relaxed) - 1,
+                                         std::memory_order_relaxed);
         return block;
     }
 
     void free(void *memory, std::uint8_t size_class) noexcept {
-        auto *block = static_cast<FreeBlock *>(memory);
-        block->next = _lists[size_class];
-        poison(block, size_class);
-        _lists[size_class] = block;
-        const std::uint32_t count = _counts[size_class].load(std::memory_order_relaxed) + 1;
-        _counts[size_class].store(count, std::memory_order_relaxed);
-        if (count > _give_back_threshold) [[unlikely]] {
-            give_back(size_class);
+        if (_loaded_counts[size_class].load(std::memory_order_relaxed) >= _batch) [[unlikely]] {
+            unload(size_class);
         }
+        auto *block = static_cast<FreeBlock *>(memory);
+        block->next = _loaded[size_class];
+        poison(block, size_class);
+        _loaded[size_class] = block;
+        _loaded_counts[size_class].store(_loaded_counts[size_class].load(std::memory_order_relaxed) + 1,
+                                         std::memory_order_relaxed);
     }
 
     /// Returns every cached block to the region heap (used when a worker retires).
@@ -132,8 +140,12 @@ public:
     [[nodiscard]] std::int64_t held() const noexcept;
 
 private:
-    FreeBlock *refill(std::uint8_t size_class) noexcept;
-    void give_back(std::uint8_t size_class) noexcept;
+    /// The loaded magazine is empty: swap in the spare, or take a batch from the heap.
+    FreeBlock *reload(std::uint8_t size_class) noexcept;
+    /// The loaded magazine is full: swap it for the empty spare, or hand the full spare to the heap
+    /// and keep the loaded one as the spare. Leaves an empty loaded magazine.
+    void unload(std::uint8_t size_class) noexcept;
+    void swap_magazines(std::uint8_t size_class) noexcept;
 
     static void poison([[maybe_unused]] FreeBlock *block, [[maybe_unused]] std::uint8_t size_class) noexcept {
 #if defined(MX_ASAN)
@@ -150,11 +162,12 @@ private:
     }
 
     RegionHeap *_heap;
-    std::uint32_t _batch;
-    std::uint32_t _give_back_threshold; // list length that triggers a give-back
-    std::array<FreeBlock *, size_class_count> _lists{};
-    // Free-list lengths: written by the owner, read (relaxed) by held().
-    std::array<std::atomic<std::uint32_t>, size_class_count> _counts{};
+    std::uint32_t _batch; // blocks per magazine
+    std::array<FreeBlock *, size_class_count> _loaded{};
+    std::array<FreeBlock *, size_class_count> _spare{};
+    // Magazine lengths: written by the owner, read (relaxed) by held().
+    std::array<std::atomic<std::uint32_t>, size_class_count> _loaded_counts{};
+    std::array<std::atomic<std::uint32_t>, size_class_count> _spare_counts{};
     // Written by the owner only; read by statistics readers.
     std::atomic<std::uint64_t> _refills{0};
     std::atomic<std::uint64_t> _obtained{0};   // blocks taken from the region heap

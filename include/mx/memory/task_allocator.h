@@ -133,7 +133,7 @@ public:
     void flush() noexcept;
 
     [[nodiscard]] std::uint64_t refills() const noexcept { return _refills.load(std::memory_order_relaxed); }
-    /// Blocks taken from the region heap minus blocks given back minus blocks on the free lists.
+    /// Blocks taken from the region heap minus blocks given back minus blocks in its magazines.
     /// Summed over all allocators this is the number of blocks in use: a block freed by another
     /// worker lands on that worker's list, so one allocator's figure alone may be negative.
     /// Exact while no allocator is in use (e.g. after Runtime::wait()). No per-operation cost.

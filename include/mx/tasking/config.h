@@ -43,7 +43,7 @@ struct RuntimeConfig {
     std::uint16_t coroutine_group_size{0};
     /// How long an idle worker spins (time-stamp counter cycles) before it sleeps.
     std::uint64_t idle_spin_cycles{100'000};
-    /// Blocks per refill of a worker-local free list.
+    /// Blocks per worker-local magazine (a refill from, or a give-back to, the region heap).
     std::uint32_t allocator_batch{256};
     /// Epoch-based memory reclamation of retired resources. Off: retire() frees at once, which
     /// is only safe without optimistic readers (kept to measure the cost of EBMR).

@@ -108,15 +108,20 @@ FreeBlock *TaskAllocator::reload(std::uint8_t size_class) noexcept {
     return batch.head;
 }
 
-void TaskAllocator::unload(std::uint8_t size_class) noexcept {
-    if (_spare[size_class] != nullptr) {
-        // Both full: the spare goes to the heap whole (O(1): its head and count are known).
-        const std::uint32_t count = _spare_counts[size_class].load(std::memory_order_relaxed);
-        _heap->give_back(size_class, _spare[size_class], count);
-        util::bump(_given_back, count);
-        _spare[size_class] = nullptr;
-        _spare_counts[size_class].store(0, std::memory_order_relaxed);
+void TaskAllocator::return_spare(std::uint8_t size_class) noexcept {
+    if (_spare[size_class] == nullptr) {
+        return;
     }
+    // Whole, in O(1): the magazine's head and count are known.
+    const std::uint32_t count = _spare_counts[size_class].load(std::memory_order_relaxed);
+    _heap->give_back(size_class, _spare[size_class], count);
+    util::bump(_given_back, count);
+    _spare[size_class] = nullptr;
+    _spare_counts[size_class].store(0, std::memory_order_relaxed);
+}
+
+void TaskAllocator::unload(std::uint8_t size_class) noexcept {
+    return_spare(size_class); // both full: the spare goes to the heap
     swap_magazines(size_class);
 }
 
@@ -132,16 +137,9 @@ std::int64_t TaskAllocator::held() const noexcept {
 
 void TaskAllocator::flush() noexcept {
     for (std::uint8_t c = 0; c < size_class_count; ++c) {
-        for (int magazine = 0; magazine < 2; ++magazine) {
-            if (_loaded[c] != nullptr) {
-                const std::uint32_t count = _loaded_counts[c].load(std::memory_order_relaxed);
-                _heap->give_back(c, _loaded[c], count);
-                util::bump(_given_back, count);
-                _loaded[c] = nullptr;
-                _loaded_counts[c].store(0, std::memory_order_relaxed);
-            }
-            swap_magazines(c);
-        }
+        return_spare(c);
+        swap_magazines(c);
+        return_spare(c);
     }
 }
 

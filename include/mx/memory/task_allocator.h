@@ -146,6 +146,8 @@ private:
     /// and keep the loaded one as the spare. Leaves an empty loaded magazine.
     void unload(std::uint8_t size_class) noexcept;
     void swap_magazines(std::uint8_t size_class) noexcept;
+    /// Hands the spare magazine (if any) to the region heap.
+    void return_spare(std::uint8_t size_class) noexcept;
 
     static void poison([[maybe_unused]] FreeBlock *block, [[maybe_unused]] std::uint8_t size_class) noexcept {
 #if defined(MX_ASAN)

@@ -418,7 +418,7 @@ private:
             *slot = tuple;
             // The fragment's next line, for writing: its read-for-ownership miss overlaps the
             // next tuples instead of stalling the store that first touches it.
-            system::prefetch(detail::line_after(slot), system::PrefetchMode::for_write);
+            system::prefetch(detail::write_front(slot), system::PrefetchMode::for_write);
             if (fill[p] == capacity) [[unlikely]] {
                 fragment_full(side, producer, probe, p);
             }

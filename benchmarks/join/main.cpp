@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
     app.add_option("--prefetch-distance", prefetch_distance,
                    "runtime prefetch distance in tasks (0 = off) for the fragment annotations");
     app.add_option("--fragment-capacities", capacities, "tuples per fragment of the micro variants")
-        ->check(CLI::Range(1U, 1U << 20U));
+        ->check(CLI::Range(1U, mx::join::MicroRadixJoin::max_fragment_capacity));
     app.add_flag("--verify", verify, "also check every result against the reference join (slow)");
     app.add_flag("--per-run", per_run, "also print every measured run's phase times to stderr");
     app.add_option("--csv", csv_path, "CSV output file ('-' = stdout)");

@@ -35,7 +35,7 @@ namespace mx::join {
 
 struct MicroJoinConfig {
     unsigned radix_bits{11};
-    std::uint32_t fragment_capacity{256}; // tuples per fragment
+    std::uint32_t fragment_capacity{256}; // tuples per fragment, 1 to max_fragment_capacity
     /// Scatter through one cache-line buffer per partition and write fragments with full-line
     /// non-temporal stores (needs a capacity that is a multiple of 4 tuples; ignored otherwise).
     bool write_combining{true};
@@ -62,6 +62,9 @@ struct MicroJoinConfig {
 
 class MicroRadixJoin {
 public:
+    /// Largest MicroJoinConfig::fragment_capacity: a fragment's free slots are counted in 16 bits.
+    static constexpr std::uint32_t max_fragment_capacity = 0xFFFF;
+
     /// Allocates and pre-faults fragments and hash-table memory. The runtime must outlive the
     /// join, and nobody else may use the runtime while run() waits on it.
     MicroRadixJoin(tasking::Runtime &runtime, std::span<const Tuple> build, std::span<const Tuple> probe,
@@ -73,7 +76,8 @@ public:
           _table_ready(_partitions), _builds_left(_partitions), _probes_left(_partitions),
           _table_slot(_partitions, no_slot), _partition_offsets(_partitions + 1), _head_offsets(_partitions),
           _slot_pools(runtime.worker_count()), _accumulators(runtime.worker_count()) {
-        MX_ASSERT(config.fragment_capacity >= 1, "fragments hold at least one tuple");
+        MX_ASSERT(config.fragment_capacity >= 1 && config.fragment_capacity <= max_fragment_capacity,
+                  "fragments hold 1 to max_fragment_capacity tuples");
         MX_ASSERT(config.radix_bits >= 1 && config.radix_bits <= 20, "radix bits out of range");
         _config.write_combining =
             config.write_combining && config.fragment_capacity % detail::tuples_per_line == 0;
@@ -183,6 +187,7 @@ private:
     };
     /// Chunks a producer reserves with one add on its relation's chunk counter.
     static constexpr std::size_t chunks_per_reserve = 16;
+    static constexpr unsigned cursor_shift = 48; // see pack_cursor
 
     /// One producer's scatter state. Written only by the producer task of its worker during the
     /// partition phase; its counts are read by the last producer (start_join(), after the
@@ -195,6 +200,10 @@ private:
         std::vector<Tuple *> run_first;      // first fragment of the partition's pending run
         std::vector<std::uint32_t> run_full; // full fragments in the pending run (0: none)
         std::vector<std::uint32_t> fill;
+        // Plain scatter: the open fragment's next slot and the slots left in it, in one word per
+        // partition (see pack_cursor): one state array per tuple like the classic scatter's
+        // cursors, instead of the fragment start and fill count read from two.
+        std::vector<std::uint64_t> cursors;
         std::vector<std::uint32_t> counts;            // tuples per partition
         std::vector<std::uint32_t> emitted;           // fragment tasks per partition
         std::unique_ptr<detail::CombineLine[]> lines; // write-combining line per partition
@@ -280,6 +289,7 @@ private:
         producer.run_first.resize(_partitions);
         producer.run_full.resize(_partitions);
         producer.fill.resize(_partitions);
+        producer.cursors.resize(_partitions);
         producer.counts.resize(_partitions);
         producer.emitted.resize(_partitions);
         producer.batches.resize(_partitions);
@@ -354,6 +364,11 @@ private:
         std::fill(producer.counts.begin(), producer.counts.end(), 0U);
         std::fill(producer.emitted.begin(), producer.emitted.end(), 0U);
         std::fill(producer.run_full.begin(), producer.run_full.end(), 0U);
+        if (!_config.write_combining) {
+            for (std::size_t p = 0; p < _partitions; ++p) {
+                producer.cursors[p] = pack_cursor(producer.open[p], _config.fragment_capacity);
+            }
+        }
         while (true) {
             const std::size_t size = _config.morsel_tuples;
             const std::size_t begin = side.next_tuple.fetch_add(size, std::memory_order_relaxed);
@@ -370,6 +385,10 @@ private:
         }
         if (_config.write_combining) {
             flush_combining(producer);
+        } else {
+            for (std::size_t p = 0; p < _partitions; ++p) {
+                producer.fill[p] = _config.fragment_capacity - slots_left(producer.cursors[p]);
+            }
         }
         for (std::size_t p = 0; p < _partitions; ++p) {
             // A pending run always ends right before the open fragment (fragment_full() emits a
@@ -407,20 +426,35 @@ private:
         producer.fill[p] = 0;
     }
 
+    /// A plain-scatter cursor: the next slot's address in the low 48 bits (user-space addresses
+    /// on x86-64 fit in 47), the slots left in the fragment in the high 16.
+    static std::uint64_t pack_cursor(Tuple *slot, std::uint32_t left) noexcept {
+        const auto address = reinterpret_cast<std::uintptr_t>(slot);
+        MX_ASSERT((address >> cursor_shift) == 0 && left < (1U << 16U), "cursor does not fit in a word");
+        return address | (std::uint64_t{left} << cursor_shift);
+    }
+    static std::uint32_t slots_left(std::uint64_t cursor) noexcept {
+        return static_cast<std::uint32_t>(cursor >> cursor_shift);
+    }
+
     void scatter_plain(Side &side, Producer &producer, bool probe, std::span<const Tuple> morsel) noexcept {
         const std::size_t mask = _partitions - 1;
-        const std::uint32_t capacity = _config.fragment_capacity;
-        Tuple **open = producer.open.data();
-        std::uint32_t *fill = producer.fill.data();
+        constexpr std::uint64_t address_mask = (std::uint64_t{1} << cursor_shift) - 1U;
+        // One slot further, one slot fewer left, in a single add.
+        constexpr std::uint64_t step = sizeof(Tuple) - (std::uint64_t{1} << cursor_shift);
+        std::uint64_t *cursors = producer.cursors.data();
         for (const Tuple &tuple : morsel) {
             const std::size_t p = tuple.key & mask;
-            Tuple *slot = open[p] + fill[p]++;
+            const std::uint64_t cursor = cursors[p];
+            auto *slot = reinterpret_cast<Tuple *>(cursor & address_mask);
             *slot = tuple;
             // The fragment's next line, for writing: its read-for-ownership miss overlaps the
             // next tuples instead of stalling the store that first touches it.
             system::prefetch(detail::write_front(slot), system::PrefetchMode::for_write);
-            if (fill[p] == capacity) [[unlikely]] {
+            cursors[p] = cursor + step;
+            if (slots_left(cursors[p]) == 0) [[unlikely]] {
                 fragment_full(side, producer, probe, p);
+                cursors[p] = pack_cursor(producer.open[p], _config.fragment_capacity);
             }
         }
     }

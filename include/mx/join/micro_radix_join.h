@@ -22,6 +22,7 @@
 #include <memory>
 #include <new>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "mx/join/classic_radix_join.h"
@@ -65,8 +66,9 @@ public:
     /// Largest MicroJoinConfig::fragment_capacity: a fragment's free slots are counted in 16 bits.
     static constexpr std::uint32_t max_fragment_capacity = 0xFFFF;
 
-    /// Allocates and pre-faults fragments and hash-table memory. The runtime must outlive the
-    /// join, and nobody else may use the runtime while run() waits on it.
+    /// Allocates and pre-faults fragments and hash-table memory (std::bad_alloc when that fails;
+    /// std::runtime_error on the practically unseen fragment memory above 2^48). The runtime
+    /// must outlive the join, and nobody else may use the runtime while run() waits on it.
     MicroRadixJoin(tasking::Runtime &runtime, std::span<const Tuple> build, std::span<const Tuple> probe,
                    const MicroJoinConfig &config)
         : _runtime(runtime), _config(config), _partitions(std::size_t{1} << config.radix_bits),
@@ -280,6 +282,14 @@ private:
         const std::size_t chunks =
             (fragments + chunk - 1) / chunk + producers * (_partitions + chunks_per_reserve);
         side.fragments = TupleBuffer{chunks * _chunk_tuples};
+        // The plain scatter packs slot addresses into 48 bits (pack_cursor). Every user-space
+        // address on x86-64 Linux fits unless a program maps memory above 2^47 on purpose (5-level
+        // paging); checked once per buffer rather than assumed.
+        const auto end = reinterpret_cast<std::uintptr_t>(side.fragments.data() + side.fragments.size());
+        if ((end >> cursor_shift) != 0) {
+            throw std::runtime_error{"MicroRadixJoin: fragment memory lies above 2^48, which the "
+                                     "plain scatter's packed cursors cannot address"};
+        }
         side.fragments.prefault();
     }
 

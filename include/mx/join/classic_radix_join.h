@@ -44,8 +44,8 @@ inline constexpr std::size_t tuples_per_line = 4;
 /// What a scatter that just stored `slot` prefetches for writing: the next line of the
 /// partition when `slot` is the first tuple of its line, else `slot` itself (in L1 already, so the
 /// prefetch is nearly free). One prefetch per line instead of one per tuple: the three repeated
-/// prefetches of a line in flight cost ~10-15 % of the partition time at 16 M / 256 M tuples
-/// (both joins; measured 2026-11-22, session 7). Computed as an integer and selected without a
+/// prefetches of a line in flight cost ~10-15 % of the partition time in both joins (see
+/// docs/benchmarks.md, radix join). Computed as an integer and selected without a
 /// branch (which line a tuple lands on is random): the next line may lie past the end of the
 /// buffer, where a prefetch never faults but pointer arithmetic is undefined.
 inline const void *write_front(const Tuple *slot) noexcept {

@@ -118,15 +118,16 @@ public:
     }
 
     void free(void *memory, std::uint8_t size_class) noexcept {
-        if (_loaded_counts[size_class].load(std::memory_order_relaxed) >= _batch) [[unlikely]] {
+        std::uint32_t count = _loaded_counts[size_class].load(std::memory_order_relaxed);
+        if (count >= _batch) [[unlikely]] {
             unload(size_class);
+            count = 0; // unload() leaves an empty loaded magazine
         }
         auto *block = static_cast<FreeBlock *>(memory);
         block->next = _loaded[size_class];
         poison(block, size_class);
         _loaded[size_class] = block;
-        _loaded_counts[size_class].store(_loaded_counts[size_class].load(std::memory_order_relaxed) + 1,
-                                         std::memory_order_relaxed);
+        _loaded_counts[size_class].store(count + 1, std::memory_order_relaxed);
     }
 
     /// Returns every cached block to the region heap (used when a worker retires).

@@ -32,11 +32,11 @@ struct Options {
     std::string distribution{"zipf"};
     unsigned repetitions{3};
     std::size_t batch{default_batch};
-    std::uint32_t prefetch_distance{2};
+    std::uint32_t prefetch_distance{3};
     std::uint32_t task_buffer{64};
     bool dynamic_prefetch{false};
     std::string primitive{"auto"};
-    std::uint32_t read_prefetch_eighths{4};
+    std::uint32_t read_prefetch_eighths{8};
     std::uint16_t bypass_min_level{2};
     std::string csv{"results/blinktree.csv"};
     bool quiet{false};

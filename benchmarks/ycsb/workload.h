@@ -135,12 +135,12 @@ struct VariantConfig {
     std::uint16_t workers{1};
     std::size_t batch{default_batch};
     // mxtasking only
-    std::uint32_t prefetch_distance{2};
+    std::uint32_t prefetch_distance{3};
     std::uint32_t task_buffer{64};
     bool dynamic_prefetch{false};
     std::string primitive{"auto"}; // auto = the cost model
     bool prefetch_hints{true};
-    std::uint32_t read_prefetch_eighths{4};
+    std::uint32_t read_prefetch_eighths{8};
     std::uint16_t bypass_min_level{2};
 };
 

@@ -31,13 +31,7 @@ struct Options {
     std::vector<std::string> variants{all_variants};
     std::string distribution{"zipf"};
     unsigned repetitions{3};
-    std::size_t batch{default_batch};
-    std::uint32_t prefetch_distance{3};
-    std::uint32_t task_buffer{64};
-    bool dynamic_prefetch{false};
-    std::string primitive{"auto"};
-    std::uint32_t read_prefetch_eighths{8};
-    std::uint16_t bypass_min_level{2};
+    VariantConfig variant; // the tuning options; workers is set per run
     std::string csv{"results/blinktree.csv"};
     bool quiet{false};
 };
@@ -76,15 +70,8 @@ private:
 
 RunResult run_variant(const std::string &variant, const Workload &workload, const Options &options,
                       std::uint16_t workers) {
-    VariantConfig config;
+    VariantConfig config = options.variant;
     config.workers = workers;
-    config.batch = options.batch;
-    config.prefetch_distance = options.prefetch_distance;
-    config.task_buffer = options.task_buffer;
-    config.dynamic_prefetch = options.dynamic_prefetch;
-    config.primitive = options.primitive;
-    config.read_prefetch_eighths = options.read_prefetch_eighths;
-    config.bypass_min_level = options.bypass_min_level;
     if (variant == "mxtasking") {
         return run_mxtasking(workload, config);
     }
@@ -217,22 +204,24 @@ int main(int argc, char **argv) {
     app.add_option("--theta", options.workload.theta, "Zipfian skew")->check(CLI::Range(0.01, 0.999));
     app.add_option("-r,--repetitions", options.repetitions, "Repetitions (medians reported)")
         ->check(CLI::Range(1U, 1000U));
-    app.add_option("--batch", options.batch, "Requests handed out per batch")
+    app.add_option("--batch", options.variant.batch, "Requests handed out per batch")
         ->check(CLI::Range(1U, 1U << 20U));
-    app.add_option("--task-buffer", options.task_buffer,
+    app.add_option("--task-buffer", options.variant.task_buffer,
                    "mxtasking: tasks a worker takes from its pool per round")
         ->check(CLI::Range(1U, 4096U));
-    app.add_option("--prefetch-distance", options.prefetch_distance, "mxtasking: static prefetch distance")
+    app.add_option("--prefetch-distance", options.variant.prefetch_distance,
+                   "mxtasking: static prefetch distance")
         ->check(CLI::Range(0U, 64U));
-    app.add_flag("--dynamic-prefetch", options.dynamic_prefetch, "mxtasking: dynamic prefetch distance");
-    app.add_option("--primitive", options.primitive,
+    app.add_flag("--dynamic-prefetch", options.variant.dynamic_prefetch,
+                 "mxtasking: dynamic prefetch distance");
+    app.add_option("--primitive", options.variant.primitive,
                    "mxtasking: force the nodes' primitive (auto = cost model)")
         ->check(CLI::IsMember({"auto", "spinlock", "rw_latch", "optimistic_latched", "optimistic_scheduled",
                                "htm", "scheduling"}));
-    app.add_option("--read-prefetch-eighths", options.read_prefetch_eighths,
+    app.add_option("--read-prefetch-eighths", options.variant.read_prefetch_eighths,
                    "mxtasking: eighths of the key array prefetched for reading steps")
         ->check(CLI::Range(0U, 8U));
-    app.add_option("--bypass-level", options.bypass_min_level,
+    app.add_option("--bypass-level", options.variant.bypass_min_level,
                    "mxtasking: steps into nodes on this level or above bypass the task pool (0 = never)")
         ->check(CLI::Range(0, 64));
     app.add_option("--seed", options.workload.seed, "Request generator seed");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mx/index/blinktree/node.h"
+#include "mx/index/blinktree/tree.h"
 #include "mx/system/cpu.h"
 
 namespace mx::bench::ycsb {
@@ -135,13 +136,13 @@ struct VariantConfig {
     std::uint16_t workers{1};
     std::size_t batch{default_batch};
     // mxtasking only
-    std::uint32_t prefetch_distance{3};
-    std::uint32_t task_buffer{64};
+    std::uint32_t prefetch_distance{3}; // the runtime's default is 2; 3 suits the tree's key-line hints
+    std::uint32_t task_buffer{tasking::RuntimeConfig{}.task_buffer_size};
     bool dynamic_prefetch{false};
     std::string primitive{"auto"}; // auto = the cost model
     bool prefetch_hints{true};
-    std::uint32_t read_prefetch_eighths{8};
-    std::uint16_t bypass_min_level{2};
+    std::uint32_t read_prefetch_eighths{index::blinktree::TreeConfig{}.read_prefetch_eighths};
+    std::uint16_t bypass_min_level{index::blinktree::TreeConfig{}.bypass_min_level};
 };
 
 /// Wall time and TSC cycles around a phase.

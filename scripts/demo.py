@@ -362,7 +362,7 @@ def blinktree_suite(ctx):
     targets = [Target(name, None, "ratio", goal) for name, goal in BLINKTREE_TARGETS]
     if driver is None:
         return missing_driver(ctx, "blinktree", "mx_bench_ycsb", targets)
-    # The issue's size (10 M keys, 10 M operations per workload): ~9 minutes; at 2 M keys the
+    # The issue's size (10 M keys, 10 M operations per workload): ~7 minutes; at 2 M keys the
     # tree mostly fits the caches and the ratios move by up to 30 % between runs. The targets
     # are taken at 2 workers, where the baselines' throughput swings by +-20 % between runs of
     # one binary on this shared machine: five repetitions there (their median ratio) instead

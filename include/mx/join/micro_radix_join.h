@@ -201,6 +201,8 @@ private:
         std::size_t reserved_left{0};        // reserved chunks not yet handed to a partition
         std::vector<Tuple *> run_first;      // first fragment of the partition's pending run
         std::vector<std::uint32_t> run_full; // full fragments in the pending run (0: none)
+        // Tuples in the open fragment: kept by the write-combining scatter; the plain one keeps
+        // `cursors` instead and derives this at the end of its morsels.
         std::vector<std::uint32_t> fill;
         // Plain scatter: the open fragment's next slot and the slots left in it, in one word per
         // partition (see pack_cursor): one state array per tuple like the classic scatter's
@@ -461,8 +463,9 @@ private:
             // The fragment's next line, for writing: its read-for-ownership miss overlaps the
             // next tuples instead of stalling the store that first touches it.
             system::prefetch(detail::write_front(slot), system::PrefetchMode::for_write);
-            cursors[p] = cursor + step;
-            if (slots_left(cursors[p]) == 0) [[unlikely]] {
+            const std::uint64_t next = cursor + step;
+            cursors[p] = next;
+            if (slots_left(next) == 0) [[unlikely]] {
                 fragment_full(side, producer, probe, p);
                 cursors[p] = pack_cursor(producer.open[p], _config.fragment_capacity);
             }

@@ -54,6 +54,13 @@ struct RuntimeConfig {
     std::uint32_t epoch_check_tasks{64};
     /// Optimistic reads re-run at once this many times before the task is put back in the pool.
     std::uint32_t optimistic_retries{8};
+    /// Idle workers steal work (docs/design/scheduler.md, Stealing): tasks without a target
+    /// from other workers' local deques (own NUMA region first), and whole synchronization
+    /// domains with the tasks of the resources they serialize. Off: dispatch is static.
+    bool work_stealing{true};
+    /// Synchronization domains per worker: resources serialized by scheduling map to one of
+    /// workers x domains_per_worker domains, which move between workers as a whole. At least 1.
+    std::uint16_t domains_per_worker{4};
 };
 
 /// Thrown by the Runtime constructor and start() on a configuration that cannot work.

@@ -130,6 +130,13 @@ public:
     void stop() noexcept;
     [[nodiscard]] bool running() const noexcept { return _core->running(); }
 
+    /// Whether the calling thread is one of this runtime's workers (i.e. code running in a task
+    /// of this runtime). Blocking calls such as wait() are only allowed where this is false.
+    [[nodiscard]] bool on_worker() const noexcept {
+        const detail::Worker *worker = detail::current_worker();
+        return worker != nullptr && &worker->core() == _core.get();
+    }
+
     /// Blocks until every spawned task has run (and every task they spawned), or until a task
     /// returned TaskResult::stop(). Call from outside the workers.
     void wait() noexcept { _core->wait(); }

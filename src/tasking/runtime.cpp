@@ -77,6 +77,9 @@ std::vector<ResolvedCore> resolve(const RuntimeConfig &config, system::Topology 
             "cache line of " + std::to_string(topology.cache_line_size()) +
             " bytes is larger than the compiled-in 64; rebuild with a larger mx::system::cache_line_size"};
     }
+    if (config.domains_per_worker == 0) {
+        throw ConfigError{"domains_per_worker must be at least 1"};
+    }
     if (config.task_buffer_size == 0) {
         throw ConfigError{"task_buffer_size must be at least 1"};
     }
@@ -138,6 +141,14 @@ std::vector<ResolvedCore> resolve(const RuntimeConfig &config, system::Topology 
     return resolved;
 }
 
+/// Xorshift: cheap, and good enough to spread thieves over victims.
+std::uint32_t next_random(std::uint32_t &state) noexcept {
+    state ^= state << 13U;
+    state ^= state >> 17U;
+    state ^= state << 5U;
+    return state;
+}
+
 } // namespace
 
 Worker *current_worker() noexcept { return tls_worker; }
@@ -147,10 +158,19 @@ void out_of_task_memory() noexcept {
     std::abort();
 }
 
-/// Body of reclamation tasks.
-struct ReclaimFunction {
-    Worker *worker;
-    void operator()() const noexcept { worker->reclaim_now(); }
+/// A worker's reclamation task: owned by the worker (not allocated per pass, so live_tasks()
+/// stays 0 after wait()), pinned to it and low priority, spawned again when objects wait.
+class ReclaimTask final : public Task {
+public:
+    explicit ReclaimTask(Worker &worker) noexcept
+        : Task(Annotation{.target_worker = worker.id(), .priority = Priority::low}), _worker(&worker) {}
+    TaskResult execute(TaskContext &) noexcept override {
+        _worker->reclaim_now();
+        return TaskResult::done();
+    }
+
+private:
+    Worker *_worker;
 };
 
 Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu,
@@ -161,33 +181,235 @@ Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::ui
                            : config.dynamic_prefetch       ? system::load_latency_cycles()
                                                            : 0),
       _idle_spin_cycles(config.idle_spin_cycles), _configured_group_size(config.coroutine_group_size),
-      _lifo(config.local_order == LocalOrder::lifo), _optimistic_retries(config.optimistic_retries),
+      _lifo(config.local_order == LocalOrder::lifo), _stealing(config.work_stealing),
+      _optimistic_retries(config.optimistic_retries),
       _epoch_check_tasks(std::max<std::uint32_t>(1, config.epoch_check_tasks)),
       _reclamation(config.memory_reclamation), _allocator(heap, config.allocator_batch),
-      _pool(core.region_count()), _buffer(config.task_buffer_size, nullptr),
-      _expected_cycles(config.task_buffer_size), _prefetch_cycles(config.task_buffer_size),
-      _prefetch_slots(config.task_buffer_size) {}
+      _pool(core.region_count(), config.work_stealing, config.local_order == LocalOrder::lifo),
+      _buffer(config.task_buffer_size, nullptr), _expected_cycles(config.task_buffer_size),
+      _prefetch_cycles(config.task_buffer_size), _prefetch_slots(config.task_buffer_size),
+      _steal_state((std::uint32_t{id} + 1U) * 2654435761U | 1U), _reclaim_task(std::make_unique<ReclaimTask>(*this)) {}
 
 void Worker::run() noexcept {
     tls_worker = this;
-    const auto capacity = static_cast<std::uint32_t>(_buffer.size());
     while (!_core->stop_requested()) {
-        _buffer_size = _pool.fill(_buffer.data(), capacity, _region);
+        _buffer_size = fill();
         _buffer_position = 0;
         _local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
+        if (_buffer_size == 0 && _group_size == 0 && _stealing) {
+            _buffer_size = steal();
+        }
         if (_buffer_size == 0) {
             if (_group_size > 0) {
                 resume_group_round(); // nothing new: keep the parked coroutines going
             } else {
                 idle();
             }
-        } else if (_dynamic_prefetch) {
+            continue;
+        }
+        if (_dynamic_prefetch) {
             run_buffer_dynamic();
         } else {
             run_buffer_static();
         }
+        release_domains();
     }
+    put_back_buffer();
     tls_worker = nullptr;
+}
+
+std::uint32_t Worker::fill() noexcept {
+    Task **buffer = _buffer.data();
+    const auto capacity = static_cast<std::uint32_t>(_buffer.size());
+    for (std::size_t priority = 0; priority < priority_count; ++priority) {
+        std::uint32_t count = _pool.take_local(priority, buffer, capacity);
+        if (count < capacity && !_domains.empty()) {
+            count += take_domains(priority, buffer + count, capacity - count);
+        }
+        if (count < capacity) {
+            count += _pool.take_remote(priority, buffer + count, capacity - count, _region);
+        }
+        if (count > 0) {
+            return count;
+        }
+    }
+    return 0;
+}
+
+std::uint32_t Worker::take_domains(std::size_t priority, Task **buffer, std::uint32_t capacity) noexcept {
+    std::uint32_t count = 0;
+    for (std::size_t i = 0; i < _domains.size() && count < capacity;) {
+        const std::uint32_t id = _domains[i];
+        SyncDomain &domain = _core->domain(id);
+        if (domain.owner.load(std::memory_order_relaxed) != _id) {
+            // Stolen: its new owner drains it now.
+            _domains[i] = _domains.back();
+            _domains.pop_back();
+            continue;
+        }
+        ++i;
+        MpscQueue<Task> &queue = domain.queues[priority];
+        if (queue.looks_empty()) {
+            continue;
+        }
+        if (!holds(id)) {
+            std::uint32_t free = 0;
+            // Fails only while a thief looks at the domain; the next fill tries again.
+            if (!domain.holder.compare_exchange_strong(free, std::uint32_t{_id} + 1U, std::memory_order_acquire,
+                                                       std::memory_order_relaxed)) {
+                continue;
+            }
+            if (domain.owner.load(std::memory_order_relaxed) != _id) {
+                // A thief took it over between the two loads: the holder is always the owner.
+                domain.holder.store(0, std::memory_order_release);
+                continue;
+            }
+            _held.push_back(id);
+        }
+        while (count < capacity) {
+            Task *task = queue.pop();
+            if (task == nullptr) {
+                break;
+            }
+            buffer[count++] = task;
+        }
+    }
+    return count;
+}
+
+void Worker::release_domains() noexcept {
+    for (const std::uint32_t id : _held) {
+        // Release: the next holder sees everything the tasks did to the domain's resources.
+        _core->domain(id).holder.store(0, std::memory_order_release);
+    }
+    _held.clear();
+}
+
+void Worker::put_back_buffer() noexcept {
+    // In reverse, each to the front: the tasks keep their order for the next start().
+    IntrusiveQueue<Task> chains[priority_count];
+    for (std::uint32_t i = _buffer_position; i < _buffer_size; ++i) {
+        chains[static_cast<std::size_t>(_buffer[i]->priority())].push_back(*_buffer[i]);
+    }
+    _pool.prepend_pinned(chains);
+    _buffer_size = _buffer_position = 0;
+    release_domains();
+}
+
+std::uint32_t Worker::steal() noexcept {
+    const std::uint16_t workers = _core->worker_count();
+    if (workers == 1) {
+        return 0;
+    }
+    // Own region first (its caches and memory are closer), then the others, each from a random
+    // worker on, so thieves spread over victims.
+    const auto &own = _core->workers_of_region(_region);
+    const std::uint32_t start = next_random(_steal_state);
+    for (std::size_t i = 0; i < own.size(); ++i) {
+        Worker &victim = _core->worker(own[(start + i) % own.size()]);
+        if (&victim != this) {
+            if (const std::uint32_t count = steal_tasks_from(victim); count > 0) {
+                return count;
+            }
+        }
+    }
+    for (std::uint16_t r = 1; r < _core->region_count(); ++r) {
+        const auto &region = _core->workers_of_region(static_cast<std::uint8_t>((_region + r) % _core->region_count()));
+        for (std::size_t i = 0; i < region.size(); ++i) {
+            if (const std::uint32_t count = steal_tasks_from(_core->worker(region[(start + i) % region.size()]));
+                count > 0) {
+                return count;
+            }
+        }
+    }
+    if (steal_domain()) {
+        return fill();
+    }
+    return 0;
+}
+
+std::uint32_t Worker::steal_tasks_from(Worker &victim) noexcept {
+    for (std::size_t priority = 0; priority < priority_count; ++priority) {
+        StealDeque &deque = victim.pool().deque(priority);
+        const std::int64_t queued = deque.size();
+        if (queued == 0) {
+            continue;
+        }
+        // Half of what waits there (at most half a buffer): fewer trips for a long queue, and
+        // the victim keeps work of its own.
+        const auto wanted = static_cast<std::uint32_t>(
+            std::clamp<std::int64_t>(queued / 2, 1, std::max<std::int64_t>(1, static_cast<std::int64_t>(_buffer.size() / 2))));
+        std::uint32_t count = 0;
+        while (count < wanted) {
+            Task *task = deque.steal();
+            if (task == nullptr) {
+                break;
+            }
+            _buffer[count++] = task;
+        }
+        if (count > 0) {
+            bump(_shared.stolen_tasks, count);
+            return count;
+        }
+    }
+    return 0;
+}
+
+bool Worker::steal_domain() noexcept {
+    const std::uint32_t domains = _core->domain_count();
+    for (std::uint32_t i = 0; i < domains; ++i) {
+        const std::uint32_t id = (_steal_cursor + i) % domains;
+        SyncDomain &domain = _core->domain(id);
+        if (domain.owner.load(std::memory_order_relaxed) == _id || domain.looks_empty() ||
+            domain.holder.load(std::memory_order_relaxed) != 0) {
+            continue;
+        }
+        std::uint32_t free = 0;
+        if (!domain.holder.compare_exchange_strong(free, std::uint32_t{_id} + 1U, std::memory_order_acquire,
+                                                   std::memory_order_relaxed)) {
+            continue;
+        }
+        // Holding the domain, nobody drains it: its queue and routing change hands together.
+        if (domain.owner.load(std::memory_order_relaxed) != _id) {
+            domain.owner.store(_id, std::memory_order_seq_cst);
+            if (std::find(_domains.begin(), _domains.end(), id) == _domains.end()) {
+                _domains.push_back(id);
+            }
+            bump(_shared.stolen_domains);
+        }
+        domain.holder.store(0, std::memory_order_release);
+        _steal_cursor = id + 1;
+        return true;
+    }
+    return false;
+}
+
+bool Worker::work_to_steal() const noexcept {
+    for (std::uint16_t w = 0; w < _core->worker_count(); ++w) {
+        if (w != _id && _core->worker(w).pool().has_stealable()) {
+            return true;
+        }
+    }
+    for (std::uint32_t id = 0; id < _core->domain_count(); ++id) {
+        const SyncDomain &domain = _core->domain(id);
+        if (domain.owner.load(std::memory_order_relaxed) != _id && !domain.looks_empty() &&
+            domain.holder.load(std::memory_order_relaxed) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Worker::has_work() const noexcept {
+    if (!_pool.empty()) {
+        return true;
+    }
+    for (const std::uint32_t id : _domains) {
+        if (!_core->domain(id).looks_empty()) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void Worker::spawn_routed(Task &task) noexcept {
@@ -195,23 +417,30 @@ void Worker::spawn_routed(Task &task) noexcept {
         squad->push(task); // counted when the squad is published
         return;
     }
-    std::uint16_t target = routed_to_owner(task) ? worker_of(task.resource()) : task.target_worker();
+    if (routed_to_owner(task)) {
+        // Through the domain's queue even when this worker holds the domain: the task may only
+        // run after the tasks queued before it.
+        count_spawn(task);
+        _core->push_domain(task, domain_of(task.resource()));
+        return;
+    }
+    std::uint16_t target = task.target_worker();
     if (target == any_worker) {
         if (task.target_region() == any_region) {
             count_spawn(task);
             push_local(task);
             return;
         }
-        const std::uint8_t region = task.target_region();
-        MX_ASSERT(region < _core->region_count(),
-                  "task annotated with a NUMA region the runtime does not have");
-        const auto &workers = _core->workers_of_region(region);
+        // Out-of-range regions and workers are taken modulo the count (documented on Annotation).
+        const auto &workers = _core->workers_of_region(
+            static_cast<std::uint8_t>(task.target_region() % _core->region_count()));
         target = workers[_region_round_robin++ % workers.size()];
+    } else if (target >= _core->worker_count()) [[unlikely]] {
+        target = static_cast<std::uint16_t>(target % _core->worker_count());
     }
-    MX_ASSERT(target < _core->worker_count(), "task annotated with a worker the runtime does not have");
     count_spawn(task);
     if (target == _id) {
-        push_local(task);
+        _pool.push_pinned(task);
     } else {
         bump(_shared.spawned_remote);
         _core->worker(target).push_remote(task, _region);
@@ -320,7 +549,12 @@ Task *Worker::execute_one(Task &task) noexcept {
         const std::uint8_t epoch = RuntimeCore::epoch_of(task);
         count_spawn(task);
         _running = nullptr;
-        _pool.push_local(task);
+        // A task pinned to this worker stays pinned; others may be stolen meanwhile.
+        if (task.target_worker() == any_worker) {
+            push_local(task);
+        } else {
+            _pool.push_pinned(task);
+        }
         bump(_shared.completed[epoch], 1, std::memory_order_release);
         return nullptr;
     }
@@ -505,7 +739,7 @@ bool Worker::run_primitive(Task &task, TaskContext &context, ResourcePtr resourc
         result = task.execute(context);
         return true;
     case sync::Primitive::scheduling:
-        MX_ASSERT(_id == worker_of(resource), "task on a scheduled resource runs on a foreign worker");
+        MX_ASSERT(holds(domain_of(resource)), "task on a scheduled resource runs outside its domain");
         run_exclusive_of_writers();
         return true;
     case sync::Primitive::spinlock:
@@ -533,9 +767,9 @@ bool Worker::run_primitive(Task &task, TaskContext &context, ResourcePtr resourc
         header.version.write_end();
         return true;
     case sync::Primitive::optimistic_scheduled:
-        if (_id == worker_of(resource)) {
-            // Writers only run here, and tasks run to completion: no writer can interleave with
-            // a reader on this worker, so it needs no validation (dissertation 4.3).
+        if (holds(domain_of(resource))) {
+            // Writers only run on the domain's holder, and tasks run to completion: no writer
+            // can interleave with a reader here, so it needs no validation (dissertation 4.3).
             if (reader) {
                 run_exclusive_of_writers();
             } else {
@@ -545,7 +779,7 @@ bool Worker::run_primitive(Task &task, TaskContext &context, ResourcePtr resourc
             }
             return true;
         }
-        MX_ASSERT(reader, "writer of an optimistically scheduled resource runs on a foreign worker");
+        MX_ASSERT(reader, "writer of an optimistically scheduled resource runs outside its domain");
         return run_optimistic_read(task, context, header, result);
     case sync::Primitive::htm:
         // Inside a transaction the check would abort it; HTM readers are checked by the fallback.
@@ -593,7 +827,12 @@ bool Worker::run_optimistic_read(Task &task, TaskContext &context, const Resourc
 void Worker::idle() noexcept {
     const std::uint64_t start = system::cycles();
     epoch_duties();
-    while (!_core->stop_requested() && _pool.empty()) {
+    std::uint32_t polls = 0;
+    while (!_core->stop_requested() && !has_work()) {
+        // Every few polls, look for work to steal: back to run(), which steals it.
+        if (_stealing && (++polls & 15U) == 0 && work_to_steal()) {
+            break;
+        }
         if (system::cycles() - start > _idle_spin_cycles) {
             sleep();
         } else {
@@ -604,11 +843,14 @@ void Worker::idle() noexcept {
 }
 
 void Worker::sleep() noexcept {
-    // Dekker-style handshake with push_remote(): both sides use seq_cst, so either the
-    // producer sees sleeping == 1 and wakes us, or we see its task in the pool here.
+    // Dekker-style handshake with push_remote() and push_domain(): both sides use seq_cst, so
+    // either the producer sees sleeping == 1 and wakes us, or we see its task here. Stealable
+    // work is only a hint (its owner runs it anyway): spawners wake a sleeper when they see one.
     _shared.sleeping.store(1, std::memory_order_seq_cst);
-    if (!_pool.empty() || _core->stop_requested()) {
+    _core->count_sleeper(1);
+    if (has_work() || _core->stop_requested() || (_stealing && work_to_steal())) {
         _shared.sleeping.store(0, std::memory_order_relaxed);
+        _core->count_sleeper(-1);
         return;
     }
     bump(_shared.sleeps);
@@ -626,6 +868,7 @@ void Worker::sleep() noexcept {
         _shared.sleeping.store(0, std::memory_order_relaxed);
         epoch_duties();
     }
+    _core->count_sleeper(-1);
 }
 
 void Worker::wake() noexcept {
@@ -654,9 +897,11 @@ void Worker::drain() noexcept {
     _group_size = _group_slots = _group_cursor = 0;
     _group_holes.clear();
     _buffer_size = _buffer_position = 0;
+    release_domains();
+    // Nobody spawns any more (the runtime is being destroyed): this ends.
     while (true) {
-        const std::uint32_t count =
-            _pool.fill(_buffer.data(), static_cast<std::uint32_t>(_buffer.size()), _region);
+        const std::uint32_t count = fill();
+        release_domains();
         if (count == 0) {
             break;
         }
@@ -685,9 +930,7 @@ void Worker::epoch_duties() noexcept {
     if (!_reclaim_pending && !_retired.empty() && _retired.front().epoch < _core->global_epoch()) {
         // Reclamation runs as a (low-priority) task of this worker.
         _reclaim_pending = true;
-        Task *task = new_task<LambdaTask<ReclaimFunction>>(ReclaimFunction{this},
-                                                           Annotation{.priority = Priority::low});
-        spawn(*task);
+        spawn(*_reclaim_task);
     }
     if (_id == 0) {
         _core->reclaim_external();
@@ -738,11 +981,13 @@ WorkerStatistics Worker::statistics() const noexcept {
     s.optimistic_retries = _shared.optimistic_retries.load(std::memory_order_relaxed);
     s.retired = _shared.retired.load(std::memory_order_relaxed);
     s.reclaimed = _shared.reclaimed.load(std::memory_order_relaxed);
+    s.stolen_tasks = _shared.stolen_tasks.load(std::memory_order_relaxed);
+    s.stolen_domains = _shared.stolen_domains.load(std::memory_order_relaxed);
     return s;
 }
 
 RuntimeCore::RuntimeCore(const RuntimeConfig &config)
-    : _pin_workers(config.pin_workers), _htm(sync::htm_available()), _reclamation(config.memory_reclamation),
+    : _stealing(config.work_stealing), _pin_workers(config.pin_workers), _htm(sync::htm_available()), _reclamation(config.memory_reclamation),
       _epoch_interval_ns(std::uint64_t{config.epoch_interval_ms} * 1'000'000U) {
     const std::vector<ResolvedCore> cores = resolve(config, _topology);
     std::uint8_t regions = 0;
@@ -763,7 +1008,16 @@ RuntimeCore::RuntimeCore(const RuntimeConfig &config)
                                                     core.cpu, *_heaps[core.region], config));
     }
     _external_allocator = std::make_unique<memory::TaskAllocator>(*_heaps[0], config.allocator_batch);
-    _worker_weight.assign(_workers.size(), 0);
+    // Domain d starts on worker d mod workers, so worker w owns w, w + workers, ...
+    _domain_count = static_cast<std::uint32_t>(
+        std::min<std::size_t>(_workers.size() * config.domains_per_worker, max_domains));
+    _domain_count = std::max<std::uint32_t>(_domain_count, static_cast<std::uint32_t>(_workers.size()));
+    _domains = std::make_unique<SyncDomain[]>(_domain_count);
+    for (std::uint32_t d = 0; d < _domain_count; ++d) {
+        const auto owner = static_cast<std::uint16_t>(d % _workers.size());
+        _domains[d].owner.store(owner, std::memory_order_relaxed);
+        _workers[owner]->own_domain(d);
+    }
     // The first epoch lasts a full interval from start-up (not from the clock's origin).
     _last_advance_ns.store(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                           std::chrono::steady_clock::now().time_since_epoch())
@@ -786,13 +1040,15 @@ RuntimeCore::~RuntimeCore() {
 }
 
 void RuntimeCore::start() {
-    if (running() && stop_requested()) {
+    if (!_threads.empty() && stop_requested()) {
         stop(); // a task returned TaskResult::stop(): finish that stop, then start afresh
     }
-    if (running()) {
+    if (!_threads.empty()) {
         return;
     }
     _stop_requested.store(false, std::memory_order_seq_cst);
+    _started.store(true, std::memory_order_release);
+    _closed.store(false, std::memory_order_seq_cst);
     _threads.reserve(_workers.size());
     for (auto &worker : _workers) {
         Worker *w = worker.get();
@@ -814,9 +1070,12 @@ void RuntimeCore::start() {
 }
 
 void RuntimeCore::stop() noexcept {
-    if (!running()) {
+    if (_threads.empty()) {
         return;
     }
+    // The door closes first: from here until start(), spawns from outside are refused (see
+    // Runtime::stop), so the drain below ends even while other threads keep spawning.
+    _closed.store(true, std::memory_order_seq_cst);
     request_stop();
     for (auto &thread : _threads) {
         thread.join();
@@ -827,6 +1086,7 @@ void RuntimeCore::stop() noexcept {
     for (auto &worker : _workers) {
         worker->drain();
     }
+    _started.store(false, std::memory_order_release);
 }
 
 void RuntimeCore::request_stop() noexcept {
@@ -950,37 +1210,70 @@ void RuntimeCore::reclaim_external() noexcept {
     }
 }
 
-std::uint16_t RuntimeCore::assign_worker(std::optional<std::uint16_t> forced, std::uint8_t weight) {
+std::uint16_t RuntimeCore::assign_domain(std::optional<std::uint16_t> forced, std::uint8_t weight) noexcept {
     std::lock_guard lock{_mapping_mutex};
-    std::uint16_t chosen = 0;
+    const auto workers = static_cast<std::uint32_t>(_workers.size());
+    std::uint32_t chosen = 0;
     if (forced) {
-        if (*forced >= _workers.size()) {
-            throw ConfigError{"resource annotated with worker " + std::to_string(*forced) +
-                              " but the runtime has " + std::to_string(_workers.size())};
-        }
-        chosen = *forced;
-    } else {
-        // Weighted round-robin: the worker with the least accumulated access weight; ties go
-        // to the lowest id after the last choice so equal weights rotate.
-        for (std::uint16_t w = 1; w < _workers.size(); ++w) {
-            if (_worker_weight[w] < _worker_weight[chosen]) {
-                chosen = w;
+        // The worker's domains are w, w + workers, ...: the lightest of them.
+        const std::uint32_t worker = *forced % workers;
+        chosen = worker;
+        for (std::uint32_t d = worker + workers; d < _domain_count; d += workers) {
+            if (_domains[d].weight < _domains[chosen].weight) {
+                chosen = d;
             }
         }
+    } else {
+        // Weighted round-robin: the domain with the least accumulated access weight; ties go to
+        // the first one after the last choice, so equal weights rotate over domains and workers.
+        chosen = _next_domain % _domain_count;
+        for (std::uint32_t i = 1; i < _domain_count; ++i) {
+            const std::uint32_t d = (_next_domain + i) % _domain_count;
+            if (_domains[d].weight < _domains[chosen].weight) {
+                chosen = d;
+            }
+        }
+        _next_domain = chosen + 1;
     }
-    _worker_weight[chosen] += std::max<std::uint8_t>(weight, 1);
-    return chosen;
+    _domains[chosen].weight += std::max<std::uint8_t>(weight, 1);
+    return static_cast<std::uint16_t>(chosen);
 }
 
-void RuntimeCore::release_worker(std::uint16_t worker, std::uint8_t weight) noexcept {
+void RuntimeCore::release_domain(std::uint16_t domain, std::uint8_t weight) noexcept {
     std::lock_guard lock{_mapping_mutex};
     const std::uint64_t amount = std::max<std::uint8_t>(weight, 1);
-    _worker_weight[worker] -= std::min(_worker_weight[worker], amount);
+    _domains[domain].weight -= std::min(_domains[domain].weight, amount);
+}
+
+void RuntimeCore::push_domain(Task &task, std::uint32_t domain) noexcept {
+    SyncDomain &target = _domains[domain];
+    target.queues[static_cast<std::size_t>(task.priority())].push(task);
+    // After the push (seq_cst): either this load sees a thief's new ownership, or the thief
+    // (awake, holding the domain) sees the task when it drains the domain.
+    Worker &owner = *_workers[target.owner.load(std::memory_order_seq_cst)];
+    if (owner.sleeping()) [[unlikely]] {
+        owner.wake();
+    }
+}
+
+void RuntimeCore::wake_thief(const Worker *self) noexcept {
+    for (const auto &worker : _workers) {
+        if (worker.get() != self && worker->sleeping()) {
+            worker->wake();
+            return;
+        }
+    }
 }
 
 void RuntimeCore::wait() noexcept {
-    MX_ASSERT(current_worker() == nullptr || &current_worker()->core() != this,
-              "Runtime::wait() called from one of the runtime's own workers would deadlock");
+    if (current_worker() != nullptr && &current_worker()->core() == this) [[unlikely]] {
+        // The calling task is in flight, so the runtime can never be quiescent: a deadlock in
+        // every build. Use a TaskGroup continuation instead.
+        std::fputs("mxtasking: Runtime::wait() called from a task of the same runtime would never return; "
+                   "aborting (wait for tasks from inside a task with a TaskGroup continuation)\n",
+                   stderr);
+        std::abort();
+    }
     const auto done = [this] { return stop_requested() || !running() || quiescent(); };
     // Short phases end soon: spin first (about as long as an idle worker spins), so workers do
     // not have to make a system call on every idle moment just in case somebody waits.
@@ -1065,7 +1358,8 @@ std::uint64_t Worker::adopt_each(Squad &squad, Push &&push) noexcept {
 }
 
 void Worker::adopt(Squad &squad) noexcept {
-    adopt_each(squad, [this](Task &task) noexcept { _pool.push_local(task); });
+    // Pinned: a squad's tasks run together on the worker that adopted it.
+    adopt_each(squad, [this](Task &task) noexcept { _pool.push_pinned(task); });
 }
 
 void Worker::adopt_next(Squad &squad) noexcept {
@@ -1073,7 +1367,7 @@ void Worker::adopt_next(Squad &squad) noexcept {
     adopt_each(squad, [&chains](Task &task) noexcept {
         chains[static_cast<std::size_t>(task.priority())].push_back(task);
     });
-    _pool.prepend_local(chains);
+    _pool.prepend_pinned(chains);
 }
 
 void RuntimeCore::publish(Squad *const *squads, std::size_t count, Worker *caller) noexcept {
@@ -1119,24 +1413,37 @@ void RuntimeCore::publish(Squad *const *squads, std::size_t count, Worker *calle
 }
 
 void RuntimeCore::spawn_external(Task &task) noexcept {
+    if (_closed.load(std::memory_order_seq_cst)) [[unlikely]] {
+        // Stopped or stopping: refused. The runtime's own tasks are freed; the caller keeps its own.
+        if (task.is_runtime_owned()) {
+            destroy_external(task);
+        }
+        return;
+    }
     if (Squad *squad = task.squad(); squad != nullptr) {
         squad->push(task);
         return;
     }
-    std::uint16_t target = routed_to_owner(task) ? worker_of(task.resource()) : task.target_worker();
+    const auto epoch = static_cast<std::uint8_t>(_reclamation ? global_epoch() % epoch_buckets : 0);
+    if (routed_to_owner(task)) {
+        set_epoch(task, epoch);
+        _external_spawned[epoch].fetch_add(1, std::memory_order_seq_cst);
+        push_domain(task, domain_of(task.resource()));
+        return;
+    }
+    std::uint16_t target = task.target_worker();
     if (target == any_worker) {
         const std::uint32_t ticket = _next_external_worker.fetch_add(1, std::memory_order_relaxed);
         if (task.target_region() == any_region) {
             target = static_cast<std::uint16_t>(ticket % _workers.size());
         } else {
-            MX_ASSERT(task.target_region() < region_count(),
-                      "task annotated with a NUMA region the runtime does not have");
-            const auto &workers = _regions[task.target_region()];
+            // Out-of-range regions and workers are taken modulo the count (see Annotation).
+            const auto &workers = _regions[task.target_region() % _regions.size()];
             target = workers[ticket % workers.size()];
         }
+    } else if (target >= _workers.size()) [[unlikely]] {
+        target = static_cast<std::uint16_t>(target % _workers.size());
     }
-    MX_ASSERT(target < _workers.size(), "task annotated with a worker the runtime does not have");
-    const auto epoch = static_cast<std::uint8_t>(_reclamation ? global_epoch() % epoch_buckets : 0);
     set_epoch(task, epoch);
     _external_spawned[epoch].fetch_add(1, std::memory_order_seq_cst);
     Worker &worker = *_workers[target];

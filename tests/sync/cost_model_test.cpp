@@ -106,18 +106,18 @@ TEST(CostModel, PrimitiveNamesAreDistinct) {
     EXPECT_EQ(names.size(), mx::sync::primitive_count);
 }
 
-TEST(TagEncoding, RoundTripsEveryPrimitiveAndWorkerRange) {
+TEST(TagEncoding, RoundTripsEveryPrimitiveAndDomainRange) {
     alignas(64) static std::uint64_t object[8]{};
     for (const Primitive primitive : all_primitives) {
-        for (const std::uint16_t worker : std::vector<std::uint16_t>{0, 1, 2, 7, 63, 4095, 8191}) {
-            const std::uint16_t tag = mx::tasking::detail::make_tag(primitive, worker);
+        for (const std::uint16_t domain : std::vector<std::uint16_t>{0, 1, 2, 7, 63, 4095, 8191}) {
+            const std::uint16_t tag = mx::tasking::detail::make_tag(primitive, domain);
             EXPECT_EQ(mx::tasking::detail::tag_primitive(tag), primitive);
-            EXPECT_EQ(mx::tasking::detail::tag_worker(tag), worker);
+            EXPECT_EQ(mx::tasking::detail::tag_domain(tag), domain);
             const ResourcePtr resource{object, tag};
             EXPECT_EQ(resource.get(), static_cast<void *>(object)) << "the tag must not disturb the address";
             EXPECT_EQ(resource.tag(), tag);
             EXPECT_EQ(mx::tasking::primitive_of(resource), primitive);
-            EXPECT_EQ(mx::tasking::worker_of(resource), worker);
+            EXPECT_EQ(mx::tasking::domain_of(resource), domain);
         }
     }
 }
@@ -126,7 +126,7 @@ TEST(TagEncoding, PlainPointerMeansNoSynchronization) {
     int object = 0;
     const ResourcePtr resource{&object};
     EXPECT_EQ(mx::tasking::primitive_of(resource), Primitive::none);
-    EXPECT_EQ(mx::tasking::worker_of(resource), 0U);
+    EXPECT_EQ(mx::tasking::domain_of(resource), 0U);
     EXPECT_EQ(resource.get<int>(), &object);
 }
 
@@ -150,9 +150,10 @@ TEST_P(ResourceCreation, TagHeaderAndCostModelAgree) {
                 const ResourcePtr resource = runtime.new_resource<Payload>(annotation, Payload{1, 2});
                 EXPECT_EQ(mx::tasking::primitive_of(resource),
                           choose_primitive(annotation, runtime.htm_available()));
-                EXPECT_LT(mx::tasking::worker_of(resource), runtime.worker_count());
+                EXPECT_LT(mx::tasking::domain_of(resource), runtime.domain_count());
+                EXPECT_LT(runtime.owner_of(resource), runtime.worker_count());
                 const auto &header = mx::tasking::detail::header_of(resource);
-                EXPECT_EQ(header.worker, mx::tasking::worker_of(resource));
+                EXPECT_EQ(header.domain, mx::tasking::domain_of(resource));
                 EXPECT_EQ(header.object_size, sizeof(Payload));
                 EXPECT_EQ(header.state.load(), mx::tasking::detail::ResourceHeader::alive);
                 EXPECT_EQ(reinterpret_cast<std::uintptr_t>(resource.get()) % mx::system::cache_line_size, 0U);
@@ -173,7 +174,7 @@ TEST_P(ResourceCreation, ForcedWorkerIsHonouredAndAMissingOneThrows) {
         ResourceAnnotation annotation;
         annotation.worker = w;
         const ResourcePtr resource = runtime.new_resource<Payload>(annotation);
-        EXPECT_EQ(mx::tasking::worker_of(resource), w);
+        EXPECT_EQ(runtime.owner_of(resource), w) << "the resource's domain starts on the forced worker";
         runtime.delete_resource(resource);
     }
     ResourceAnnotation missing;
@@ -184,19 +185,26 @@ TEST_P(ResourceCreation, ForcedWorkerIsHonouredAndAMissingOneThrows) {
 TEST_P(ResourceCreation, WeightedRoundRobinSpreadsResourcesByFrequency) {
     Runtime runtime{mx::sync_test::config_of(GetParam())};
     const std::uint16_t workers = runtime.worker_count();
+    const std::uint32_t domains = runtime.domain_count();
+    ASSERT_EQ(domains % workers, 0U) << "every worker starts with the same number of domains";
     ResourceAnnotation normal;
     normal.frequency = AccessFrequency::normal;
 
-    // Equal weights: every worker gets the same number of resources.
+    // Equal weights: every domain, and so every worker, gets the same number of resources.
     std::vector<ResourcePtr> resources;
+    std::vector<std::uint32_t> per_domain(domains, 0);
     std::vector<std::uint32_t> per_worker(workers, 0);
     const std::uint32_t rounds = 5;
-    for (std::uint32_t i = 0; i < rounds * workers; ++i) {
+    for (std::uint32_t i = 0; i < rounds * domains; ++i) {
         resources.push_back(runtime.new_resource<Payload>(normal));
-        ++per_worker[mx::tasking::worker_of(resources.back())];
+        ++per_domain[mx::tasking::domain_of(resources.back())];
+        ++per_worker[runtime.owner_of(resources.back())];
+    }
+    for (std::uint32_t d = 0; d < domains; ++d) {
+        EXPECT_EQ(per_domain[d], rounds) << "domain " << d;
     }
     for (std::uint16_t w = 0; w < workers; ++w) {
-        EXPECT_EQ(per_worker[w], rounds) << "worker " << w;
+        EXPECT_EQ(per_worker[w], rounds * domains / workers) << "worker " << w;
     }
     for (const ResourcePtr resource : resources) {
         runtime.delete_resource(resource);
@@ -204,29 +212,26 @@ TEST_P(ResourceCreation, WeightedRoundRobinSpreadsResourcesByFrequency) {
     resources.clear();
 
     // Deleting released the weight: one excessive resource (weight 8) then normal ones (weight
-    // 1) fill the other workers first, so the excessive one's worker gets no normal resource
+    // 1) fill the other domains first, so the excessive one's domain gets no normal resource
     // until the others carry the same weight.
     ResourceAnnotation excessive;
     excessive.frequency = AccessFrequency::excessive;
     const ResourcePtr hot = runtime.new_resource<Payload>(excessive);
-    const std::uint16_t hot_worker = mx::tasking::worker_of(hot);
-    std::uint32_t on_hot_worker = 0;
-    for (std::uint32_t i = 0; i < 8U * (workers - 1U); ++i) {
+    const std::uint16_t hot_domain = mx::tasking::domain_of(hot);
+    std::uint32_t on_hot_domain = 0;
+    for (std::uint32_t i = 0; i < 8U * (domains - 1U); ++i) {
         resources.push_back(runtime.new_resource<Payload>(normal));
-        on_hot_worker += mx::tasking::worker_of(resources.back()) == hot_worker ? 1U : 0U;
+        on_hot_domain += mx::tasking::domain_of(resources.back()) == hot_domain ? 1U : 0U;
     }
-    EXPECT_EQ(on_hot_worker, 0U)
-        << "a worker with a hot resource must not get more until the others catch up";
-    if (workers > 1) {
-        // All weights are now 8: the next normal resource may go anywhere, and the rotation
-        // continues evenly.
-        std::vector<std::uint32_t> next(workers, 0);
-        for (std::uint32_t i = 0; i < workers; ++i) {
-            resources.push_back(runtime.new_resource<Payload>(normal));
-            ++next[mx::tasking::worker_of(resources.back())];
-        }
-        EXPECT_TRUE(std::all_of(next.begin(), next.end(), [](std::uint32_t n) { return n == 1; }));
+    EXPECT_EQ(on_hot_domain, 0U)
+        << "a domain with a hot resource must not get more until the others catch up";
+    // All weights are now 8: the rotation continues evenly.
+    std::vector<std::uint32_t> next(domains, 0);
+    for (std::uint32_t i = 0; i < domains; ++i) {
+        resources.push_back(runtime.new_resource<Payload>(normal));
+        ++next[mx::tasking::domain_of(resources.back())];
     }
+    EXPECT_TRUE(std::all_of(next.begin(), next.end(), [](std::uint32_t n) { return n == 1; }));
     runtime.delete_resource(hot);
     for (const ResourcePtr resource : resources) {
         runtime.delete_resource(resource);

@@ -219,7 +219,7 @@ TEST_P(ScheduledTest, TasksThatMustBeSerializedRunOnTheOwningWorker) {
     }
     std::vector<bool> owned(workers, false);
     for (const ResourcePtr resource : resources) {
-        owned[mx::tasking::worker_of(resource)] = true;
+        owned[runtime.owner_of(resource)] = true;
     }
     for (std::uint16_t w = 0; w < workers; ++w) {
         EXPECT_TRUE(owned[w]) << "the mapping left worker " << w << " without a resource";
@@ -230,10 +230,11 @@ TEST_P(ScheduledTest, TasksThatMustBeSerializedRunOnTheOwningWorker) {
     std::atomic<std::uint64_t> foreign{0};
     std::atomic<std::uint64_t> readers_elsewhere{0};
     // Readers of an optimistically scheduled resource may run anywhere; everything else that
-    // is serialized must run on worker_of(resource).
-    const auto check = [&writer_runs, &reader_runs, &foreign, &readers_elsewhere,
+    // is serialized must run on the worker that owns the resource's domain at that moment (a
+    // domain moves only while nobody runs its tasks).
+    const auto check = [&runtime, &writer_runs, &reader_runs, &foreign, &readers_elsewhere,
                         primitive](TaskContext &context, ResourcePtr resource, bool writer) {
-        const bool on_owner = context.worker_id() == mx::tasking::worker_of(resource);
+        const bool on_owner = context.worker_id() == runtime.owner_of(resource);
         if (writer || primitive == Primitive::scheduling) {
             foreign.fetch_add(on_owner ? 0U : 1U, std::memory_order_relaxed);
         } else if (!on_owner) {

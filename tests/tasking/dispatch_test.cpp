@@ -39,7 +39,16 @@ std::size_t first_out_of_sequence(const std::vector<std::uint32_t> &values) {
 
 Annotation on_worker(std::uint16_t worker) { return Annotation{.target_worker = worker}; }
 
+/// The configuration of static dispatch: no stealing, FIFO local order.
+mx::tasking::RuntimeConfig without_stealing(mx::tasking::RuntimeConfig config) {
+    config.work_stealing = false;
+    config.local_order = mx::tasking::LocalOrder::fifo;
+    return config;
+}
+
 TEST_P(DispatchTest, LocalSpawnsRunInSpawnOrder) {
+    // Static dispatch only: with stealing, idle workers take local tasks.
+    start_runtime(without_stealing(shape_config()));
     const std::uint32_t count = scaled(3000);
     // Appended only on the producing worker (checked); read after wait().
     std::vector<std::uint32_t> order;
@@ -515,6 +524,8 @@ private:
 };
 
 TEST_P(DispatchTest, BypassRunsTheSuccessorBeforeQueuedTasksButNotForever) {
+    // The witness must stay queued on the hopper's worker (a thief would run it early).
+    start_runtime(without_stealing(shape_config()));
     const std::uint16_t target = static_cast<std::uint16_t>(workers() - 1);
     const std::uint32_t total = 100;
     std::vector<std::uint16_t> hop_workers;

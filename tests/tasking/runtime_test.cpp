@@ -415,41 +415,55 @@ TEST_P(RuntimeTest, RecursiveFibonacci) {
 // ---- statistics and idling -----------------------------------------------------------------
 
 TEST_P(RuntimeTest, StatisticsAddUp) {
-    const std::uint16_t n = workers();
-    const std::uint32_t local = scaled(1000);
-    const std::uint32_t remote_each = scaled(200);
-    std::atomic<std::uint64_t> ran{0};
-    runtime().spawn(
-        [&ran, n, local, remote_each](TaskContext &context) {
-            for (std::uint32_t i = 0; i < local; ++i) {
-                context.spawn([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
-            }
-            for (std::uint16_t w = 1; w < n; ++w) {
-                for (std::uint32_t i = 0; i < remote_each; ++i) {
-                    context.spawn([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }, on_worker(w));
+    for (const bool stealing : {false, true}) {
+        auto config = shape_config();
+        config.work_stealing = stealing;
+        start_runtime(config);
+        const std::uint16_t n = workers();
+        const std::uint32_t local = scaled(1000);
+        const std::uint32_t remote_each = scaled(200);
+        std::atomic<std::uint64_t> ran{0};
+        runtime().spawn(
+            [&ran, n, local, remote_each](TaskContext &context) {
+                for (std::uint32_t i = 0; i < local; ++i) {
+                    context.spawn([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
                 }
-            }
-        },
-        on_worker(0));
-    runtime().wait();
-    const std::uint64_t remote = std::uint64_t{remote_each} * (n - 1U);
-    ASSERT_EQ(ran.load(), local + remote);
+                for (std::uint16_t w = 1; w < n; ++w) {
+                    for (std::uint32_t i = 0; i < remote_each; ++i) {
+                        context.spawn([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }, on_worker(w));
+                    }
+                }
+            },
+            on_worker(0));
+        runtime().wait();
+        const std::uint64_t remote = std::uint64_t{remote_each} * (n - 1U);
+        ASSERT_EQ(ran.load(), local + remote);
 
-    const auto stats = runtime().statistics();
-    ASSERT_EQ(stats.size(), n);
-    EXPECT_EQ(stats[0].tasks_executed, 1U + local);
-    EXPECT_EQ(stats[0].spawned_local, local);
-    EXPECT_EQ(stats[0].spawned_remote, remote);
-    EXPECT_GE(stats[0].allocator_refills, 1U) << "worker 0 allocated " << local + remote << " tasks";
-    std::uint64_t executed = 0;
-    for (std::uint16_t w = 1; w < n; ++w) {
-        EXPECT_EQ(stats[w].tasks_executed, remote_each) << "worker " << w;
-        EXPECT_EQ(stats[w].spawned_local + stats[w].spawned_remote, 0U) << "worker " << w;
+        const auto stats = runtime().statistics();
+        ASSERT_EQ(stats.size(), n);
+        // Tasks other workers stole from worker 0's deque ran there instead.
+        std::uint64_t stolen = 0;
+        for (std::uint16_t w = 1; w < n; ++w) {
+            stolen += stats[w].stolen_tasks;
+        }
+        EXPECT_EQ(stats[0].stolen_tasks, 0U) << "worker 0 had the only stealable tasks";
+        if (!stealing) {
+            EXPECT_EQ(stolen, 0U);
+        }
+        EXPECT_EQ(stats[0].tasks_executed, 1U + local - stolen);
+        EXPECT_EQ(stats[0].spawned_local, local);
+        EXPECT_EQ(stats[0].spawned_remote, remote);
+        EXPECT_GE(stats[0].allocator_refills, 1U) << "worker 0 allocated " << local + remote << " tasks";
+        std::uint64_t executed = 0;
+        for (std::uint16_t w = 1; w < n; ++w) {
+            EXPECT_EQ(stats[w].tasks_executed, remote_each + stats[w].stolen_tasks) << "worker " << w;
+            EXPECT_EQ(stats[w].spawned_local + stats[w].spawned_remote, 0U) << "worker " << w;
+        }
+        for (const auto &s : stats) {
+            executed += s.tasks_executed;
+        }
+        EXPECT_EQ(executed, 1U + local + remote);
     }
-    for (const auto &s : stats) {
-        executed += s.tasks_executed;
-    }
-    EXPECT_EQ(executed, 1U + local + remote);
 }
 
 TEST_P(RuntimeTest, IdleWorkersSleep) {

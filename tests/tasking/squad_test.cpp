@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -182,46 +184,60 @@ TEST_P(SquadTest, ExternalSpawnAndEmptyPublish) {
 // after its build this way).
 TEST_P(SquadTest, SquadPublishedFromATaskRunsNextOnThatWorker) {
     const int workers = GetParam();
-    Runtime runtime{with_workers(workers)};
-    Squad squad;
-    constexpr int squad_tasks = 40;
-    constexpr int plain_tasks = 30;
-    std::vector<std::pair<int, int>> order; // (label, worker); labels < 0: plain tasks
-    std::mutex mutex;
-    const auto record = [&](int label, int worker) {
-        const std::lock_guard lock{mutex};
-        order.emplace_back(label, worker);
-    };
-    // Spawned from the last worker, published from worker 0.
-    runtime.spawn(
-        [&](TaskContext &context) {
+    // With stealing, idle workers may take the plain tasks at any time; the squad's tasks still
+    // run in order on the publishing worker. Without it, they also run before the plain tasks.
+    for (const bool stealing : {false, true}) {
+        RuntimeConfig config = with_workers(workers);
+        config.work_stealing = stealing;
+        Runtime runtime{config};
+        Squad squad;
+        constexpr int squad_tasks = 40;
+        constexpr int plain_tasks = 30;
+        std::vector<std::pair<int, int>> order; // (label, worker); labels < 0: plain tasks
+        std::mutex mutex;
+        const auto record = [&](int label, int worker) {
+            const std::lock_guard lock{mutex};
+            order.emplace_back(label, worker);
+        };
+        // Spawned from the last worker, published from worker 0.
+        runtime.spawn(
+            [&](TaskContext &context) {
+                for (int i = 0; i < squad_tasks; ++i) {
+                    context.spawn([&, i](TaskContext &inner) { record(i, inner.worker_id()); },
+                                  Annotation{.squad = &squad});
+                }
+            },
+            Annotation{.target_worker = static_cast<std::uint16_t>(workers - 1)});
+        runtime.wait();
+        runtime.spawn(
+            [&](TaskContext &context) {
+                for (int i = 0; i < plain_tasks; ++i) {
+                    context.spawn([&, i](TaskContext &inner) { record(-1 - i, inner.worker_id()); });
+                }
+                context.publish(squad);
+            },
+            Annotation{.target_worker = 0});
+        runtime.wait();
+        ASSERT_EQ(order.size(), static_cast<std::size_t>(squad_tasks + plain_tasks));
+        std::vector<std::pair<int, int>> squad_order;
+        std::copy_if(order.begin(), order.end(), std::back_inserter(squad_order),
+                     [](const auto &entry) { return entry.first >= 0; });
+        ASSERT_EQ(squad_order.size(), static_cast<std::size_t>(squad_tasks));
+        for (int i = 0; i < squad_tasks; ++i) {
+            EXPECT_EQ(squad_order[static_cast<std::size_t>(i)].first, i) << "squad task out of order";
+            EXPECT_EQ(squad_order[static_cast<std::size_t>(i)].second, 0) << "squad left the publishing worker";
+        }
+        if (!stealing) {
             for (int i = 0; i < squad_tasks; ++i) {
-                context.spawn([&, i](TaskContext &inner) { record(i, inner.worker_id()); },
-                              Annotation{.squad = &squad});
+                EXPECT_EQ(order[static_cast<std::size_t>(i)].first, i) << "squad task behind plain tasks";
             }
-        },
-        Annotation{.target_worker = static_cast<std::uint16_t>(workers - 1)});
-    runtime.wait();
-    runtime.spawn(
-        [&](TaskContext &context) {
             for (int i = 0; i < plain_tasks; ++i) {
-                context.spawn([&, i](TaskContext &inner) { record(-1 - i, inner.worker_id()); });
+                EXPECT_EQ(order[static_cast<std::size_t>(squad_tasks + i)].first, -1 - i);
             }
-            context.publish(squad);
-        },
-        Annotation{.target_worker = 0});
-    runtime.wait();
-    ASSERT_EQ(order.size(), static_cast<std::size_t>(squad_tasks + plain_tasks));
-    for (int i = 0; i < squad_tasks; ++i) {
-        EXPECT_EQ(order[static_cast<std::size_t>(i)].first, i)
-            << "squad task out of order or behind plain tasks";
-        EXPECT_EQ(order[static_cast<std::size_t>(i)].second, 0) << "squad left the publishing worker";
+        }
+        EXPECT_EQ(squad.queued(), 0U);
+        EXPECT_EQ(runtime.live_tasks(), 0U);
     }
-    for (int i = 0; i < plain_tasks; ++i) {
-        EXPECT_EQ(order[static_cast<std::size_t>(squad_tasks + i)].first, -1 - i);
-    }
-    EXPECT_EQ(squad.queued(), 0U);
-    EXPECT_EQ(runtime.live_tasks(), 0U);
 }
 
 TEST_P(SquadTest, BatchesHandTheirTasksOverInOrderAtSubmit) {

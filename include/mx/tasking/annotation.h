@@ -90,8 +90,11 @@ private:
     std::uint64_t _descriptor{0};
 };
 
-/// All annotations of a task. Unset fields mean "no preference": the task runs on the worker
-/// that spawned it (or round-robin when spawned from outside the runtime).
+/// All annotations of a task. Unset fields mean "no preference": the task is queued on the worker
+/// that spawned it (or round-robin when spawned from outside the runtime) and, with work
+/// stealing, may run on any worker. A target worker or region pins the task: it is never stolen.
+/// A target worker or region the runtime does not have is taken modulo the worker or region count
+/// (in every build), as workers beyond the core count are mapped onto cores.
 struct Annotation {
     std::uint16_t target_worker{any_worker};
     std::uint8_t target_region{any_region};

@@ -83,6 +83,10 @@ struct WorkerStatistics {
     std::uint64_t optimistic_retries{0};
     std::uint64_t retired{0};
     std::uint64_t reclaimed{0};
+    /// Tasks this worker took from other workers' deques.
+    std::uint64_t stolen_tasks{0};
+    /// Synchronization domains this worker took over from other workers.
+    std::uint64_t stolen_domains{0};
 };
 
 } // namespace mx::tasking

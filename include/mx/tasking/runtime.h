@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -26,7 +27,7 @@ std::uint8_t frequency_weight(AccessFrequency frequency) noexcept;
 void free_resource(void *header) noexcept;
 
 template <class T, class... Args>
-ResourcePtr make_resource(RuntimeCore &core, const ResourceAnnotation &annotation, std::uint16_t worker,
+ResourcePtr make_resource(RuntimeCore &core, const ResourceAnnotation &annotation, std::uint16_t domain,
                           Args &&...args) {
     static_assert(alignof(T) <= system::cache_line_size, "over-aligned resources are not supported");
     const sync::Primitive primitive = choose_primitive(annotation, core.htm());
@@ -35,10 +36,10 @@ ResourcePtr make_resource(RuntimeCore &core, const ResourceAnnotation &annotatio
     auto *header = new (memory) ResourceHeader{};
     header->object_size = static_cast<std::uint32_t>(sizeof(T));
     header->destroy = [](void *object) noexcept { static_cast<T *>(object)->~T(); };
-    header->worker = worker;
+    header->domain = domain;
     header->weight = frequency_weight(annotation.frequency);
     T *object = new (header + 1) T(std::forward<Args>(args)...);
-    return ResourcePtr{object, make_tag(primitive, worker)};
+    return ResourcePtr{object, make_tag(primitive, domain)};
 }
 
 inline void retire_resource(RuntimeCore &core, Worker *worker, ResourcePtr resource) noexcept {
@@ -46,7 +47,7 @@ inline void retire_resource(RuntimeCore &core, Worker *worker, ResourcePtr resou
     [[maybe_unused]] const std::uint32_t previous =
         header.state.exchange(ResourceHeader::retired, std::memory_order_acq_rel);
     MX_ASSERT(previous == ResourceHeader::alive, "resource deleted twice (or never created by new_resource)");
-    core.release_worker(header.worker, header.weight);
+    core.release_domain(header.domain, header.weight);
     if (worker != nullptr) {
         worker->retire(&header, free_resource);
     } else {
@@ -85,15 +86,14 @@ public:
     /// Destroys a runtime-owned task that is not queued (e.g. one that returned done()).
     void delete_task(Task &task) noexcept { _worker->destroy(task); }
 
-    /// Creates a resource (see Runtime::new_resource). Asserts on a forced worker out of range.
+    /// Creates a resource (see Runtime::new_resource). A forced worker out of range is taken
+    /// modulo the worker count (a task has no way to report the error).
     template <class T, class... Args>
     ResourcePtr new_resource(const ResourceAnnotation &annotation, Args &&...args) noexcept {
-        MX_ASSERT(!annotation.worker || *annotation.worker < worker_count(),
-                  "resource forced onto a missing worker");
         auto &core = _worker->core();
-        const std::uint16_t worker =
-            core.assign_worker(annotation.worker, detail::frequency_weight(annotation.frequency));
-        return detail::make_resource<T>(core, annotation, worker, std::forward<Args>(args)...);
+        const std::uint16_t domain =
+            core.assign_domain(annotation.worker, detail::frequency_weight(annotation.frequency));
+        return detail::make_resource<T>(core, annotation, domain, std::forward<Args>(args)...);
     }
     /// Logically deletes a resource; its memory is reclaimed once no task can reach it.
     void delete_resource(ResourcePtr resource) noexcept {
@@ -126,8 +126,12 @@ public:
     /// Starts the workers again after stop() (or after a task returned TaskResult::stop()).
     /// No-op when running.
     void start();
-    /// Stops and joins the workers. Tasks still queued are destroyed if runtime-owned.
+    /// Stops and joins the workers. Tasks still queued are destroyed if runtime-owned (user-owned
+    /// ones are unlinked and may be spawned again). From the moment stop() begins until start(),
+    /// spawns from threads outside the workers are refused: a runtime-owned task is destroyed at
+    /// once, a user-owned one is not queued. So stop() returns even while others keep spawning.
     void stop() noexcept;
+    /// False after stop() and as soon as a task returned TaskResult::stop().
     [[nodiscard]] bool running() const noexcept { return _core->running(); }
 
     /// Whether the calling thread is one of this runtime's workers (i.e. code running in a task
@@ -165,14 +169,23 @@ public:
     void delete_task(Task &task) noexcept;
 
     /// Creates a data object managed by the runtime. The annotation decides the synchronization
-    /// primitive (cost model, or forced) and the owning worker; both are tagged into the
-    /// returned pointer. Tasks name it with Annotation::resource and ::access. Throws ConfigError
+    /// primitive (cost model, or forced) and the synchronization domain; both are tagged into
+    /// the returned pointer. Tasks name it with Annotation::resource and ::access. Throws ConfigError
     /// for a forced worker the runtime does not have.
     template <class T, class... Args>
     ResourcePtr new_resource(const ResourceAnnotation &annotation, Args &&...args) {
-        const std::uint16_t worker =
-            _core->assign_worker(annotation.worker, detail::frequency_weight(annotation.frequency));
-        return detail::make_resource<T>(*_core, annotation, worker, std::forward<Args>(args)...);
+        if (annotation.worker && *annotation.worker >= worker_count()) {
+            throw ConfigError{"resource annotated with worker " + std::to_string(*annotation.worker) +
+                              " but the runtime has " + std::to_string(worker_count())};
+        }
+        const std::uint16_t domain =
+            _core->assign_domain(annotation.worker, detail::frequency_weight(annotation.frequency));
+        return detail::make_resource<T>(*_core, annotation, domain, std::forward<Args>(args)...);
+    }
+    /// The worker that runs the scheduled tasks of `resource` now: its domain's owner (which
+    /// changes when an idle worker steals the domain).
+    [[nodiscard]] std::uint16_t owner_of(ResourcePtr resource) const noexcept {
+        return _core->owner_of_domain(domain_of(resource));
     }
     /// Logically deletes a resource; the object is destroyed and freed once no task can reach it
     /// (epoch-based reclamation). Deleting twice is a programmer error (asserts).
@@ -208,6 +221,8 @@ public:
 
     [[nodiscard]] std::uint16_t worker_count() const noexcept { return _core->worker_count(); }
     [[nodiscard]] std::uint16_t region_count() const noexcept { return _core->region_count(); }
+    /// Synchronization domains (workers x RuntimeConfig::domains_per_worker, at most 8192).
+    [[nodiscard]] std::uint32_t domain_count() const noexcept { return _core->domain_count(); }
     [[nodiscard]] const system::Topology &topology() const noexcept { return _core->topology(); }
     [[nodiscard]] std::vector<WorkerStatistics> statistics() const;
     /// Runtime-owned tasks allocated and not yet freed (0 after wait() unless a task leaked).

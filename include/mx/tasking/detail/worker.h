@@ -20,6 +20,7 @@
 #include "mx/system/topology.h"
 #include "mx/tasking/config.h"
 #include "mx/tasking/detail/queues.h"
+#include "mx/tasking/detail/steal_deque.h"
 #include "mx/tasking/resource.h"
 #include "mx/tasking/squad.h"
 #include "mx/tasking/task.h"
@@ -29,61 +30,102 @@ namespace mx::tasking::detail {
 
 class RuntimeCore;
 
-/// A worker's task pool: one unsynchronized FIFO per priority for tasks the worker spawns for
-/// itself, and one multi-producer FIFO per (NUMA region of the producer, priority) for tasks
-/// from other workers and outside threads. Producers of one region share a queue, so remote
-/// pushes contend only within a region and the worker polls regions x priorities queues.
+/// A worker's task pool. Per priority:
+/// - a pinned FIFO (owner-private, no atomics) for tasks that must run on this worker: annotated
+///   with it as target, or adopted from a squad;
+/// - a work-stealing deque for the tasks the worker spawns without any target: the owner takes
+///   them in batches (newest first with LocalOrder::lifo, oldest first with fifo), idle workers
+///   steal the oldest one at a time;
+/// - one multi-producer FIFO per NUMA region of the producer for tasks sent here by other
+///   workers and outside threads. Producers of one region share a queue, so remote pushes
+///   contend only within a region and the worker polls regions x priorities queues.
+/// Without stealing, every local task goes into the pinned queue (in the configured order).
 class TaskPool {
 public:
-    explicit TaskPool(std::uint16_t regions)
-        : _regions(regions), _remote(std::make_unique<Remote[]>(regions)) {}
+    TaskPool(std::uint16_t regions, bool stealing, bool lifo)
+        : _regions(regions), _stealing(stealing), _lifo(lifo), _remote(std::make_unique<Remote[]>(regions)) {}
 
-    void push_local(Task &task) noexcept { _local[index(task.priority())].push_back(task); }
-    void push_local_front(Task &task) noexcept { _local[index(task.priority())].push_front(task); }
-    /// Puts each priority's chain in front of that priority's local tasks (order kept).
-    void prepend_local(IntrusiveQueue<Task> (&chains)[priority_count]) noexcept {
+    /// A task without a target: stealable when stealing is on.
+    void push_local(Task &task) noexcept {
+        const std::size_t priority = index(task.priority());
+        if (_stealing) {
+            _deques[priority].push(task);
+        } else if (_lifo) {
+            _pinned[priority].push_front(task);
+        } else {
+            _pinned[priority].push_back(task);
+        }
+    }
+    /// A task that must run on this worker.
+    void push_pinned(Task &task) noexcept {
+        if (!_stealing && _lifo) {
+            _pinned[index(task.priority())].push_front(task);
+        } else {
+            _pinned[index(task.priority())].push_back(task);
+        }
+    }
+    /// Puts each priority's chain in front of that priority's pinned tasks (order kept).
+    void prepend_pinned(IntrusiveQueue<Task> (&chains)[priority_count]) noexcept {
         for (std::size_t priority = 0; priority < priority_count; ++priority) {
-            _local[priority].prepend(chains[priority]);
+            _pinned[priority].prepend(chains[priority]);
         }
     }
     void push_remote(Task &task, std::uint8_t producer_region) noexcept {
         _remote[producer_region].queues[index(task.priority())].push(task);
     }
 
-    /// Moves up to `capacity` tasks of the highest non-empty priority into `buffer`, local
-    /// tasks first, then each region's queue starting with `own_region`.
-    std::uint32_t fill(Task **buffer, std::uint32_t capacity, std::uint8_t own_region) noexcept {
-        for (std::size_t priority = 0; priority < priority_count; ++priority) {
-            std::uint32_t count = 0;
+    /// Owner only: moves up to `capacity` local tasks of `priority` into `buffer` (pinned first,
+    /// then the deque).
+    std::uint32_t take_local(std::size_t priority, Task **buffer, std::uint32_t capacity) noexcept {
+        std::uint32_t count = 0;
+        while (count < capacity) {
+            Task *task = _pinned[priority].pop_front();
+            if (task == nullptr) {
+                break;
+            }
+            buffer[count++] = task;
+        }
+        if (_stealing && count < capacity) {
+            count += _lifo ? _deques[priority].take_newest(buffer + count, capacity - count)
+                           : _deques[priority].take_oldest(buffer + count, capacity - count);
+        }
+        return count;
+    }
+    /// Owner only: moves up to `capacity` tasks of `priority` from the remote queues into
+    /// `buffer`, starting with `own_region`'s queue.
+    std::uint32_t take_remote(std::size_t priority, Task **buffer, std::uint32_t capacity,
+                              std::uint8_t own_region) noexcept {
+        std::uint32_t count = 0;
+        for (std::uint16_t r = 0; r < _regions && count < capacity; ++r) {
+            auto &queue = _remote[(std::size_t{own_region} + r) % _regions].queues[priority];
             while (count < capacity) {
-                Task *task = _local[priority].pop_front();
+                Task *task = queue.pop();
                 if (task == nullptr) {
                     break;
                 }
                 buffer[count++] = task;
             }
-            for (std::uint16_t r = 0; r < _regions && count < capacity; ++r) {
-                auto &queue = _remote[(std::size_t{own_region} + r) % _regions].queues[priority];
-                while (count < capacity) {
-                    Task *task = queue.pop();
-                    if (task == nullptr) {
-                        break;
-                    }
-                    buffer[count++] = task;
-                }
-            }
-            if (count > 0) {
-                return count;
+        }
+        return count;
+    }
+
+    /// Any thread: the stealable tasks of one priority.
+    [[nodiscard]] StealDeque &deque(std::size_t priority) noexcept { return _deques[priority]; }
+    /// Any thread: whether any deque holds tasks (a snapshot).
+    [[nodiscard]] bool has_stealable() const noexcept {
+        for (const auto &deque : _deques) {
+            if (!deque.empty()) {
+                return true;
             }
         }
-        return 0;
+        return false;
     }
 
     /// Owner only (or after the owner stopped). Remote queues in the middle of a push count as
     /// non-empty.
     [[nodiscard]] bool empty() const noexcept {
         for (std::size_t priority = 0; priority < priority_count; ++priority) {
-            if (!_local[priority].empty()) {
+            if (!_pinned[priority].empty() || !_deques[priority].empty()) {
                 return false;
             }
             for (std::uint16_t r = 0; r < _regions; ++r) {
@@ -102,8 +144,40 @@ private:
         MpscQueue<Task> queues[priority_count];
     };
     std::uint16_t _regions;
-    IntrusiveQueue<Task> _local[priority_count]; // owner-private
-    std::unique_ptr<Remote[]> _remote;           // pushed by anyone, popped by the owner
+    bool _stealing;
+    bool _lifo;
+    IntrusiveQueue<Task> _pinned[priority_count]; // owner-private
+    StealDeque _deques[priority_count];           // owner pushes and takes, thieves steal
+    std::unique_ptr<Remote[]> _remote;            // pushed by anyone, popped by the owner
+};
+
+/// A synchronization domain (mxkernel paper, section 5): the task queue of the resources that
+/// map to it and are serialized by scheduling (or have scheduled writers). Exactly one worker
+/// drains it at a time, the holder, and it holds the domain until the tasks it took have run,
+/// so tasks of one resource never overlap and leave each producer's queue in order. The domain
+/// belongs to one worker, its owner, until an idle worker steals it: queue and routing move in
+/// one step, because producers push into the domain, not into a worker.
+struct alignas(system::cache_line_size) SyncDomain {
+    // Pushed by any thread, popped by the holder only.
+    MpscQueue<Task> queues[priority_count];
+    // 0 when nobody drains the domain, else the draining worker's id + 1. Taken (CAS) by the
+    // owner for the tasks of one buffer and by a thief for the moment it takes the domain over.
+    alignas(system::cache_line_size) std::atomic<std::uint32_t> holder{0};
+    // The worker that drains the domain and that producers wake. Written by a thief while it
+    // holds the domain; read by producers and by the owner.
+    std::atomic<std::uint16_t> owner{0};
+    // Accumulated access weight of the resources mapped here (guarded by the mapping mutex).
+    std::uint64_t weight{0};
+
+    /// Any thread: whether no task is queued (a snapshot).
+    [[nodiscard]] bool looks_empty() const noexcept {
+        for (const auto &queue : queues) {
+            if (!queue.looks_empty()) {
+                return false;
+            }
+        }
+        return true;
+    }
 };
 
 using util::bump;
@@ -163,6 +237,14 @@ public:
     void run() noexcept;
     /// After the thread ended: destroys runtime-owned tasks left in the pool and buffer.
     void drain() noexcept;
+    /// Owner thread (or before the first start): this worker drains `domain` from now on.
+    void own_domain(std::uint32_t domain) noexcept { _domains.push_back(domain); }
+    /// Whether this worker holds `domain` right now (only its holder can see its own id there).
+    [[nodiscard]] bool holds(std::uint32_t domain) const noexcept;
+    /// Any thread: whether the worker sleeps (or is about to).
+    [[nodiscard]] bool sleeping() const noexcept { return _shared.sleeping.load(std::memory_order_seq_cst) != 0; }
+    /// Any thread: the stealable tasks of this worker's pool.
+    [[nodiscard]] TaskPool &pool() noexcept { return _pool; }
     /// After the thread ended: frees everything retired (no task runs any more).
     void reclaim_all() noexcept;
     /// Owner thread: frees the retired objects no task can reach any more.
@@ -215,16 +297,30 @@ private:
     void count_spawn(Task &task) noexcept;
     /// Spawn of a task with any routing annotation (squad, resource, worker, region).
     void spawn_routed(Task &task) noexcept;
-    void push_local(Task &task) noexcept {
-        if (_lifo) {
-            _pool.push_local_front(task);
-        } else {
-            _pool.push_local(task);
-        }
-    }
+    /// A task without a target; wakes a sleeping worker to steal it if there is one.
+    void push_local(Task &task) noexcept;
     void epoch_duties() noexcept;
     void idle() noexcept;
     void sleep() noexcept;
+    /// Owner: moves the next tasks of the highest non-empty priority into the buffer: pinned and
+    /// local tasks, then the owned domains' queues (holding each domain it takes tasks from),
+    /// then the remote queues.
+    std::uint32_t fill() noexcept;
+    /// Takes up to `capacity` tasks of `priority` from the domains this worker owns.
+    std::uint32_t take_domains(std::size_t priority, Task **buffer, std::uint32_t capacity) noexcept;
+    /// Ends the holds of fill(): the buffer's tasks have run.
+    void release_domains() noexcept;
+    /// Idle: takes tasks from other workers' deques (own region first, then the others) into the
+    /// buffer, or else takes over a domain whose tasks wait. Returns the tasks put in the buffer.
+    std::uint32_t steal() noexcept;
+    std::uint32_t steal_tasks_from(Worker &victim) noexcept;
+    bool steal_domain() noexcept;
+    /// Any thread's view: whether another worker has tasks to steal or a domain waits.
+    [[nodiscard]] bool work_to_steal() const noexcept;
+    /// Whether this worker has anything to run: its pool or the domains it owns.
+    [[nodiscard]] bool has_work() const noexcept;
+    /// After run() left its loop: tasks taken but not run go back to the pool (in order), holds end.
+    void put_back_buffer() noexcept;
 
     RuntimeCore *_core;
     std::uint16_t _id;
@@ -237,6 +333,7 @@ private:
     std::uint16_t _configured_group_size;
     std::uint32_t _region_round_robin{0};
     bool _lifo;
+    bool _stealing;
     std::uint32_t _optimistic_retries;
     std::uint32_t _epoch_check_tasks;
     bool _reclamation;
@@ -280,6 +377,14 @@ private:
     bool _reclaim_pending{false};
     std::vector<std::byte> _optimistic_scratch;
     std::vector<Retired> _retired;
+    // The domains this worker believes it owns; one stolen by another worker is dropped when
+    // fill() sees its new owner.
+    std::vector<std::uint32_t> _domains;
+    std::vector<std::uint32_t> _held; // domains held for the tasks of the current buffer
+    std::uint32_t _steal_state;       // xorshift state for picking victims
+    std::uint32_t _steal_cursor{0};   // next domain a domain steal looks at
+    // The worker's reclamation task: not allocated, so live_tasks() does not count it.
+    std::unique_ptr<Task> _reclaim_task;
 
     // Shared with producers and statistics readers, kept off the owner's lines.
     struct alignas(system::cache_line_size) Shared {
@@ -294,6 +399,8 @@ private:
         std::atomic<std::uint64_t> optimistic_retries{0};
         std::atomic<std::uint64_t> retired{0};
         std::atomic<std::uint64_t> reclaimed{0};
+        std::atomic<std::uint64_t> stolen_tasks{0};
+        std::atomic<std::uint64_t> stolen_domains{0};
     } _shared;
 };
 
@@ -308,7 +415,10 @@ public:
     void start();
     void stop() noexcept;
     void wait() noexcept;
-    [[nodiscard]] bool running() const noexcept { return !_threads.empty(); }
+    /// Workers run and no stop was requested (a task's TaskResult::stop() included).
+    [[nodiscard]] bool running() const noexcept {
+        return _started.load(std::memory_order_acquire) && !stop_requested();
+    }
 
     [[nodiscard]] std::uint16_t worker_count() const noexcept {
         return static_cast<std::uint16_t>(_workers.size());
@@ -321,6 +431,19 @@ public:
         return _regions[region];
     }
     [[nodiscard]] const system::Topology &topology() const noexcept { return _topology; }
+    [[nodiscard]] bool stealing() const noexcept { return _stealing; }
+
+    [[nodiscard]] std::uint32_t domain_count() const noexcept { return _domain_count; }
+    [[nodiscard]] SyncDomain &domain(std::uint32_t id) const noexcept { return _domains[id]; }
+    /// Any thread: queues a task of a scheduled resource in its domain and wakes the domain's owner.
+    void push_domain(Task &task, std::uint32_t domain) noexcept;
+    /// Any thread: wakes one sleeping worker other than `self` (there is work to steal).
+    void wake_thief(const Worker *self) noexcept;
+    /// Workers asleep (a hint for spawners: a sleeping worker could steal).
+    [[nodiscard]] std::uint32_t sleepers() const noexcept { return _sleepers.load(std::memory_order_relaxed); }
+    void count_sleeper(std::int32_t delta) noexcept {
+        _sleepers.fetch_add(static_cast<std::uint32_t>(delta), std::memory_order_seq_cst);
+    }
 
     /// Any thread that is not one of this runtime's workers.
     void spawn_external(Task &task) noexcept;
@@ -352,9 +475,14 @@ public:
 
     // --- resources and reclamation ---
     [[nodiscard]] bool htm() const noexcept { return _htm; }
-    /// Picks the owning worker: explicit, or the one with the least accumulated access weight.
-    std::uint16_t assign_worker(std::optional<std::uint16_t> forced, std::uint8_t weight);
-    void release_worker(std::uint16_t worker, std::uint8_t weight) noexcept;
+    /// Picks the domain of a new resource: one of `forced`'s domains (taken modulo the worker
+    /// count), or else the domain with the least accumulated access weight.
+    std::uint16_t assign_domain(std::optional<std::uint16_t> forced, std::uint8_t weight) noexcept;
+    void release_domain(std::uint16_t domain, std::uint8_t weight) noexcept;
+    /// The worker that drains `domain` now.
+    [[nodiscard]] std::uint16_t owner_of_domain(std::uint32_t domain) const noexcept {
+        return _domains[domain].owner.load(std::memory_order_acquire);
+    }
     void retire(void *object, void (*deleter)(void *) noexcept) noexcept;
     /// Any thread: hands each squad to a worker, balancing queued task counts.
     void publish(Squad *const *squads, std::size_t count, Worker *caller) noexcept;
@@ -385,6 +513,13 @@ private:
     std::vector<std::unique_ptr<Worker>> _workers;
     std::vector<std::vector<std::uint16_t>> _regions; // worker ids per region
     std::vector<std::thread> _threads;                // owned by the thread calling start/stop
+    // Set by start(), cleared by stop() once the threads are joined; read by anyone.
+    std::atomic<bool> _started{false};
+    // Set by stop() before it drains, cleared by start(); read by spawns from outside.
+    std::atomic<bool> _closed{false};
+    std::unique_ptr<SyncDomain[]> _domains;           // fixed at construction
+    std::uint32_t _domain_count{0};
+    bool _stealing;
     bool _pin_workers;
     bool _htm;
     bool _reclamation;
@@ -396,8 +531,8 @@ private:
     // Written under _external_mutex, read by worker 0 before it sleeps.
     std::atomic<bool> _external_pending{false};
 
-    std::mutex _mapping_mutex;
-    std::vector<std::uint64_t> _worker_weight; // guarded by _mapping_mutex
+    std::mutex _mapping_mutex; // guards SyncDomain::weight and _next_domain
+    std::uint32_t _next_domain{0};
 
     // Shared: written by outside threads / workers, read by everyone.
     alignas(system::cache_line_size) std::atomic<std::uint64_t> _external_spawned[epoch_buckets]{};
@@ -406,6 +541,8 @@ private:
     std::atomic<std::uint32_t> _waiters{0};
     std::atomic<std::uint32_t> _idle_events{0}; // futex word for wait()
     std::atomic<std::int64_t> _oversized_live{0};
+    // Written by workers going to sleep and waking, read by spawners with stealable work.
+    alignas(system::cache_line_size) std::atomic<std::uint32_t> _sleepers{0};
     // Read by every dispatch; written rarely (one advance per interval).
     alignas(system::cache_line_size) std::atomic<std::uint64_t> _global_epoch{0};
     std::atomic<std::uint64_t> _last_advance_ns{0};
@@ -448,18 +585,31 @@ inline bool routed_to_owner(const Task &task) noexcept {
            (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write);
 }
 
+inline bool Worker::holds(std::uint32_t domain) const noexcept {
+    // Only this worker stores its own id there, so a relaxed load is exact for that question.
+    return _core->domain(domain).holder.load(std::memory_order_relaxed) == std::uint32_t{_id} + 1U;
+}
+
 inline bool Worker::stays_here(const Task &task) const noexcept {
     if (task.squad() != nullptr || task.target_region() != any_region ||
         (task.target_worker() != any_worker && task.target_worker() != _id)) {
         return false;
     }
-    return !routed_to_owner(task) || worker_of(task.resource()) == _id;
+    return !routed_to_owner(task) || holds(domain_of(task.resource()));
+}
+
+inline void Worker::push_local(Task &task) noexcept {
+    _pool.push_local(task);
+    if (_stealing && _core->sleepers() != 0) [[unlikely]] {
+        _core->wake_thief(this);
+    }
 }
 
 inline void Worker::spawn(Task &task) noexcept {
     MX_ASSERT(!_in_optimistic_read,
               "an optimistic reader may run again: return successors via TaskResult instead of spawning");
-    if (stays_here(task)) [[likely]] {
+    if (task.squad() == nullptr && task.target_region() == any_region && task.target_worker() == any_worker &&
+        !routed_to_owner(task)) [[likely]] {
         count_spawn(task);
         push_local(task);
         return;

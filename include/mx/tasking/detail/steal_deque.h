@@ -1,0 +1,174 @@
+#pragma once
+
+// The work-stealing deque of a worker's local tasks (Chase and Lev, SPAA 2005, with the C11
+// memory orders of Lê et al., PPoPP 2013). The owner pushes at the bottom and takes tasks in
+// batches from either end; thieves take one task at a time from the top.
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "mx/system/cpu.h"
+#include "mx/tasking/task.h"
+
+namespace mx::tasking::detail {
+
+class StealDeque {
+public:
+    StealDeque() {
+        _rings.push_back(std::make_unique<Ring>(initial_capacity));
+        _array.store(_rings.back().get(), std::memory_order_relaxed);
+    }
+    StealDeque(const StealDeque &) = delete;
+    StealDeque &operator=(const StealDeque &) = delete;
+    ~StealDeque() = default;
+
+    /// Owner only. Grows the ring when full (the old ring stays readable for thieves that
+    /// loaded it, and is freed with the deque).
+    void push(Task &task) noexcept {
+        const std::int64_t bottom = _bottom.load(std::memory_order_relaxed);
+        const std::int64_t top = _top.load(std::memory_order_acquire);
+        Ring *ring = _array.load(std::memory_order_relaxed);
+        if (bottom - top >= static_cast<std::int64_t>(ring->capacity)) [[unlikely]] {
+            ring = grow(ring, top, bottom);
+        }
+        ring->put(bottom, &task);
+        // Release: a thief that sees the new bottom also sees the slot.
+        _bottom.store(bottom + 1, std::memory_order_release);
+    }
+
+    /// Owner only: takes up to `capacity` of the newest tasks, newest first (depth-first order).
+    std::uint32_t take_newest(Task **out, std::uint32_t capacity) noexcept {
+        const std::int64_t bottom = _bottom.load(std::memory_order_relaxed);
+        // Top only grows: a stale top can only make the deque look fuller than it is.
+        const std::int64_t seen_top = _top.load(std::memory_order_relaxed);
+        if (bottom <= seen_top) {
+            return 0;
+        }
+        const std::int64_t wanted = std::min<std::int64_t>(capacity, bottom - seen_top);
+        const std::int64_t new_bottom = bottom - wanted;
+        _bottom.store(new_bottom, std::memory_order_relaxed);
+        // The fence orders the bottom store before the top load, against the thieves' top
+        // load / fence / bottom load: either a thief sees the lowered bottom or we see its
+        // incremented top.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        const std::int64_t top = _top.load(std::memory_order_relaxed);
+        Ring *ring = _array.load(std::memory_order_relaxed);
+        std::uint32_t count = 0;
+        if (top < new_bottom) {
+            // No thief can reach [new_bottom, bottom) any more.
+            for (std::int64_t i = bottom - 1; i >= new_bottom; --i) {
+                out[count++] = ring->get(i);
+            }
+            return count;
+        }
+        if (top >= bottom) {
+            // Thieves took everything: restore an empty deque with top == bottom.
+            _bottom.store(bottom, std::memory_order_relaxed);
+            return 0;
+        }
+        // Thieves got into the range: what lies above top is ours, the task at top is raced for.
+        for (std::int64_t i = bottom - 1; i > top; --i) {
+            out[count++] = ring->get(i);
+        }
+        Task *contested = ring->get(top);
+        std::int64_t expected = top;
+        if (_top.compare_exchange_strong(expected, top + 1, std::memory_order_seq_cst,
+                                         std::memory_order_relaxed)) {
+            out[count++] = contested;
+        }
+        // Whoever won moved top to top + 1: the deque is empty.
+        _bottom.store(top + 1, std::memory_order_relaxed);
+        return count;
+    }
+
+    /// Owner only: takes up to `capacity` of the oldest tasks, oldest first (FIFO order), with
+    /// one compare-and-swap on top: thieves move top one task at a time, and nobody else lowers
+    /// bottom.
+    std::uint32_t take_oldest(Task **out, std::uint32_t capacity) noexcept {
+        const std::int64_t bottom = _bottom.load(std::memory_order_relaxed);
+        std::int64_t top = _top.load(std::memory_order_acquire);
+        Ring *ring = _array.load(std::memory_order_relaxed);
+        while (top < bottom) {
+            const std::int64_t count = std::min<std::int64_t>(capacity, bottom - top);
+            for (std::int64_t i = 0; i < count; ++i) {
+                out[i] = ring->get(top + i);
+            }
+            if (_top.compare_exchange_weak(top, top + count, std::memory_order_seq_cst,
+                                           std::memory_order_acquire)) {
+                return static_cast<std::uint32_t>(count);
+            }
+        }
+        return 0;
+    }
+
+    /// Any thread: takes the oldest task, or nullptr when the deque is empty or another thread
+    /// won the race for that task.
+    Task *steal() noexcept {
+        std::int64_t top = _top.load(std::memory_order_acquire);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        const std::int64_t bottom = _bottom.load(std::memory_order_acquire);
+        if (top >= bottom) {
+            return nullptr;
+        }
+        // A ring replaced by grow() keeps every slot in [top, bottom) it had.
+        Ring *ring = _array.load(std::memory_order_acquire);
+        Task *task = ring->get(top);
+        if (!_top.compare_exchange_strong(top, top + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+            return nullptr;
+        }
+        return task;
+    }
+
+    /// Any thread: a snapshot of how many tasks are queued (exact for the owner).
+    [[nodiscard]] std::int64_t size() const noexcept {
+        const std::int64_t bottom = _bottom.load(std::memory_order_acquire);
+        const std::int64_t top = _top.load(std::memory_order_acquire);
+        return std::max<std::int64_t>(0, bottom - top);
+    }
+    [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+
+private:
+    static constexpr std::size_t initial_capacity = 256;
+
+    struct Ring {
+        explicit Ring(std::size_t slots_count)
+            : capacity(slots_count), mask(slots_count - 1), slots(new std::atomic<Task *>[slots_count]) {}
+        // Relaxed: the slot is published by the release store of bottom (push) or of the ring
+        // pointer (grow).
+        [[nodiscard]] Task *get(std::int64_t index) const noexcept {
+            return slots[static_cast<std::size_t>(index) & mask].load(std::memory_order_relaxed);
+        }
+        void put(std::int64_t index, Task *task) noexcept {
+            slots[static_cast<std::size_t>(index) & mask].store(task, std::memory_order_relaxed);
+        }
+        const std::size_t capacity;
+        const std::size_t mask;
+        std::unique_ptr<std::atomic<Task *>[]> slots;
+    };
+
+    Ring *grow(Ring *ring, std::int64_t top, std::int64_t bottom) {
+        auto bigger = std::make_unique<Ring>(ring->capacity * 2);
+        for (std::int64_t i = top; i < bottom; ++i) {
+            bigger->put(i, ring->get(i));
+        }
+        Ring *raw = bigger.get();
+        _rings.push_back(std::move(bigger));
+        _array.store(raw, std::memory_order_release);
+        return raw;
+    }
+
+    // Written by thieves (CAS) and by the owner's take_* (CAS), read by everyone.
+    alignas(system::cache_line_size) std::atomic<std::int64_t> _top{0};
+    // Written by the owner only, read by thieves.
+    alignas(system::cache_line_size) std::atomic<std::int64_t> _bottom{0};
+    // The current ring: replaced by the owner (grow), read by thieves.
+    std::atomic<Ring *> _array{nullptr};
+    // Every ring this deque had (owner only): old ones stay alive for thieves that still read them.
+    std::vector<std::unique_ptr<Ring>> _rings;
+};
+
+} // namespace mx::tasking::detail

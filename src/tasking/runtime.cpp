@@ -340,10 +340,16 @@ std::uint32_t Worker::steal_tasks_from(Worker &victim) noexcept {
         const auto wanted = static_cast<std::uint32_t>(
             std::clamp<std::int64_t>(queued / 2, 1, std::max<std::int64_t>(1, static_cast<std::int64_t>(_buffer.size() / 2))));
         std::uint32_t count = 0;
-        while (count < wanted) {
+        for (std::uint32_t attempt = 0; attempt < wanted; ++attempt) {
             Task *task = deque.steal();
             if (task == nullptr) {
                 break;
+            }
+            if ((task->target_worker() != any_worker && task->target_worker() != _id) ||
+                (task->target_region() != any_region && task->target_region() != _region)) [[unlikely]] {
+                // Annotated for the victim (or its region): handed back through its remote queue.
+                victim.push_remote(*task, _region);
+                continue;
             }
             _buffer[count++] = task;
         }
@@ -440,7 +446,9 @@ void Worker::spawn_routed(Task &task) noexcept {
     }
     count_spawn(task);
     if (target == _id) {
-        _pool.push_pinned(task);
+        // Into the deque like the worker's other tasks, so it keeps its place among them: a thief
+        // that takes it hands it back (see steal_tasks_from).
+        push_local(task);
     } else {
         bump(_shared.spawned_remote);
         _core->worker(target).push_remote(task, _region);
@@ -549,12 +557,7 @@ Task *Worker::execute_one(Task &task) noexcept {
         const std::uint8_t epoch = RuntimeCore::epoch_of(task);
         count_spawn(task);
         _running = nullptr;
-        // A task pinned to this worker stays pinned; others may be stolen meanwhile.
-        if (task.target_worker() == any_worker) {
-            push_local(task);
-        } else {
-            _pool.push_pinned(task);
-        }
+        push_local(task);
         bump(_shared.completed[epoch], 1, std::memory_order_release);
         return nullptr;
     }

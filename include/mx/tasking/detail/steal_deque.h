@@ -30,10 +30,14 @@ public:
     /// loaded it, and is freed with the deque).
     void push(Task &task) noexcept {
         const std::int64_t bottom = _bottom.load(std::memory_order_relaxed);
-        const std::int64_t top = _top.load(std::memory_order_acquire);
         Ring *ring = _array.load(std::memory_order_relaxed);
-        if (bottom - top >= static_cast<std::int64_t>(ring->capacity)) [[unlikely]] {
-            ring = grow(ring, top, bottom);
+        // Top only grows: the owner's last look at it bounds the size from above, so the
+        // shared line is read only when the ring seems full, not on every push.
+        if (bottom - _known_top >= static_cast<std::int64_t>(ring->capacity)) [[unlikely]] {
+            _known_top = _top.load(std::memory_order_acquire);
+            if (bottom - _known_top >= static_cast<std::int64_t>(ring->capacity)) {
+                ring = grow(ring, _known_top, bottom);
+            }
         }
         ring->put(bottom, &task);
         // Release: a thief that sees the new bottom also sees the slot.
@@ -167,6 +171,8 @@ private:
     alignas(system::cache_line_size) std::atomic<std::int64_t> _bottom{0};
     // The current ring: replaced by the owner (grow), read by thieves.
     std::atomic<Ring *> _array{nullptr};
+    // Owner only: a value top had (a lower bound of it).
+    std::int64_t _known_top{0};
     // Every ring this deque had (owner only): old ones stay alive for thieves that still read them.
     std::vector<std::unique_ptr<Ring>> _rings;
 };

@@ -31,11 +31,10 @@ namespace mx::tasking::detail {
 class RuntimeCore;
 
 /// A worker's task pool. Per priority:
-/// - a pinned FIFO (owner-private, no atomics) for tasks that must run on this worker: annotated
-///   with it as target, or adopted from a squad;
-/// - a work-stealing deque for the tasks the worker spawns without any target: the owner takes
-///   them in batches (newest first with LocalOrder::lifo, oldest first with fifo), idle workers
-///   steal the oldest one at a time;
+/// - a pinned FIFO (owner-private, no atomics) for the tasks of squads the worker adopted;
+/// - a work-stealing deque for the tasks the worker spawns for itself: the owner takes them in
+///   batches (newest first with LocalOrder::lifo, oldest first with fifo), idle workers steal
+///   the oldest one at a time (and hand back those annotated with this worker or its region);
 /// - one multi-producer FIFO per NUMA region of the producer for tasks sent here by other
 ///   workers and outside threads. Producers of one region share a queue, so remote pushes
 ///   contend only within a region and the worker polls regions x priorities queues.
@@ -45,7 +44,7 @@ public:
     TaskPool(std::uint16_t regions, bool stealing, bool lifo)
         : _regions(regions), _stealing(stealing), _lifo(lifo), _remote(std::make_unique<Remote[]>(regions)) {}
 
-    /// A task without a target: stealable when stealing is on.
+    /// A task the worker spawned for itself: stealable when stealing is on.
     void push_local(Task &task) noexcept {
         const std::size_t priority = index(task.priority());
         if (_stealing) {
@@ -56,7 +55,7 @@ public:
             _pinned[priority].push_back(task);
         }
     }
-    /// A task that must run on this worker.
+    /// A task that must run on this worker, in front of the deque's tasks.
     void push_pinned(Task &task) noexcept {
         if (!_stealing && _lifo) {
             _pinned[index(task.priority())].push_front(task);

@@ -267,7 +267,7 @@ public:
     /// outstanding, then returns and resets the outcome. Spins briefly, then sleeps on a
     /// condition variable. On a worker of the group's runtime: asserts in debug builds; release
     /// builds return at once with failed set and error = wait_on_worker_error (nothing consumed).
-    GroupResult wait() noexcept;
+    [[nodiscard]] GroupResult wait() noexcept;
 
     /// Tasks of the group that have not started yet are skipped (still counted down), and later
     /// spawns are dropped, until the outcome is consumed (wait() or the continuation).

@@ -62,17 +62,17 @@ concept GroupFunction = std::is_nothrow_move_constructible_v<F> &&
                         (std::invocable<F &, TaskContext &> || std::invocable<F &>);
 
 template <class F>
-struct group_value {
+struct GroupValue {
     using type = std::invoke_result_t<F &>;
 };
 template <class F>
     requires std::invocable<F &, TaskContext &>
-struct group_value<F> {
+struct GroupValue<F> {
     using type = std::invoke_result_t<F &, TaskContext &>;
 };
 /// What a group function returns (void for a plain task).
 template <class F>
-using group_value_t = typename group_value<F>::type;
+using group_value_t = typename GroupValue<F>::type;
 
 /// Receives the value of a group function, after validation, with or without the context.
 template <class D, class R>

@@ -1,5 +1,6 @@
-// Recursive fork/join with continuation tasks: fib(n) spawns fib(n-1) and fib(n-2) and a
-// continuation that sums both when the second child finished. No task ever blocks.
+// Recursive fork/join with a task group: fib(n) spawns fib(n-1) and fib(n-2) into the same
+// group, the leaves add up the result, and the main thread sleeps in wait() until the group has
+// no task left. No task ever blocks.
 
 #include <atomic>
 #include <cstdint>
@@ -7,59 +8,27 @@
 #include <cstdlib>
 
 #include <mx/tasking/runtime.h>
+#include <mx/tasking/task_group.h>
 
 namespace {
 
-using mx::tasking::Task;
 using mx::tasking::TaskContext;
-using mx::tasking::TaskResult;
+using mx::tasking::TaskGroup;
 
-/// Receives two partial results and passes their sum on to its own parent.
-class Sum final : public Task {
-public:
-    Sum(Sum *parent, std::uint64_t *root) noexcept : _parent(parent), _root(root) {}
+struct Fib {
+    TaskGroup *group;
+    std::atomic<std::uint64_t> *sum;
+    unsigned n;
 
-    void deliver(TaskContext &context, std::uint64_t value) noexcept {
-        _value.fetch_add(value, std::memory_order_relaxed);
-        if (_pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            context.spawn(*this); // both halves arrived: run the continuation
+    void operator()(TaskContext &context) const noexcept {
+        if (n < 2) {
+            sum->fetch_add(n, std::memory_order_relaxed);
+            return;
         }
+        // Counted before they are dispatched, so the group cannot end while they are pending.
+        group->spawn(context, Fib{group, sum, n - 1});
+        group->spawn(context, Fib{group, sum, n - 2});
     }
-
-    TaskResult execute(TaskContext &context) noexcept override {
-        const std::uint64_t value = _value.load(std::memory_order_relaxed);
-        if (_parent != nullptr) {
-            _parent->deliver(context, value);
-        } else {
-            *_root = value;
-        }
-        return TaskResult::remove();
-    }
-
-private:
-    Sum *_parent;
-    std::uint64_t *_root;
-    std::atomic<std::uint64_t> _value{0};
-    std::atomic<int> _pending{2};
-};
-
-class Fib final : public Task {
-public:
-    Fib(unsigned n, Sum *parent) noexcept : _n(n), _parent(parent) {}
-
-    TaskResult execute(TaskContext &context) noexcept override {
-        if (_n < 2) {
-            _parent->deliver(context, _n);
-            return TaskResult::remove();
-        }
-        auto *sum = context.new_task<Sum>(_parent, nullptr);
-        context.spawn(*context.new_task<Fib>(_n - 1, sum));
-        return TaskResult::successor_and_remove(context.new_task<Fib>(_n - 2, sum));
-    }
-
-private:
-    unsigned _n;
-    Sum *_parent;
 };
 
 } // namespace
@@ -67,13 +36,14 @@ private:
 int main(int argc, char **argv) {
     const unsigned n = argc > 1 ? static_cast<unsigned>(std::strtoul(argv[1], nullptr, 10)) : 25;
     mx::tasking::Runtime runtime{};
-    std::uint64_t result = 0;
-    // The root Sum waits for one child only: deliver its second half up front.
-    auto *root = runtime.new_task<Sum>(nullptr, &result);
-    runtime.spawn(*runtime.new_task<Fib>(n, root));
-    // Feed a zero as the missing second half.
-    runtime.spawn([root](TaskContext &context) { root->deliver(context, 0); });
-    runtime.wait();
+    std::atomic<std::uint64_t> sum{0};
+    TaskGroup group{runtime};
+    group.spawn(Fib{&group, &sum, n});
+    if (const mx::tasking::GroupResult outcome = group.wait(); !outcome.ok()) {
+        std::fprintf(stderr, "fib failed: %s\n", outcome.error.c_str());
+        return 1;
+    }
+    const std::uint64_t result = sum.load(std::memory_order_relaxed);
     std::printf("fib(%u) = %llu on %u workers\n", n, static_cast<unsigned long long>(result),
                 unsigned{runtime.worker_count()});
     // Per-worker statistics, as the runtime counts them.

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <mx/tasking/runtime.h>
+#include <mx/tasking/task_group.h>
 
 #include "loader_progress.h"
 #include "storage_build.h"
@@ -151,7 +152,7 @@ struct ChunkError {
 };
 
 /// Everything the parse tasks share. The per-chunk slots are written by the chunk's task only
-/// and read by the loading thread after the latch.
+/// and read by the loading thread after the task group's wait().
 struct LoadState {
     const CsvOptions *options{nullptr};
     char delimiter{'|'};
@@ -165,7 +166,6 @@ struct LoadState {
     // Lowest chunk index with an error; written by any parse task (fetch-min), read by all of
     // them to give up on chunks after it (their errors would not be reported anyway).
     std::atomic<std::size_t> first_error{std::numeric_limits<std::size_t>::max()};
-    detail::TaskLatch *latch{nullptr};
 
     void report_error(std::size_t chunk) noexcept {
         std::size_t current = first_error.load(std::memory_order_relaxed);
@@ -547,7 +547,7 @@ std::string validate(const CsvOptions &options, char delimiter) {
 
 LoadResult load_into(tasking::Runtime &runtime, const std::shared_ptr<const Table> &base,
                      const std::string &path, const CsvOptions &options) {
-    MX_ASSERT(tasking::detail::current_worker() == nullptr,
+    MX_ASSERT(!runtime.on_worker(),
               "load blocks until its tasks finish: call it from outside the runtime's workers");
     MX_ASSERT(base != nullptr, "load_into needs a table");
     const auto start = std::chrono::steady_clock::now();
@@ -588,16 +588,14 @@ LoadResult load_into(tasking::Runtime &runtime, const std::shared_ptr<const Tabl
     ProgressBar progress(path, file.size(), options.progress == ProgressMode::automatic);
     state.progress = &progress;
     if (chunks > 0) {
-        detail::TaskLatch latch(chunks);
-        state.latch = &latch;
+        // Parse errors are reported per chunk (first_error), not through the group: every
+        // chunk before the first error must finish to number its line.
+        tasking::TaskGroup group{runtime};
         for (std::size_t i = 0; i < chunks; ++i) {
             LoadState *shared = &state;
-            runtime.spawn([shared, i]() noexcept {
-                ChunkParser(*shared, i).run();
-                shared->latch->count_down();
-            });
+            group.spawn([shared, i]() noexcept { ChunkParser(*shared, i).run(); });
         }
-        latch.wait();
+        static_cast<void>(group.wait());
     }
 
     // The first error in file order: every chunk before it parsed completely, so its line number

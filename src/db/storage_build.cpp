@@ -13,6 +13,7 @@
 
 #include <mx/system/cpu.h>
 #include <mx/tasking/runtime.h>
+#include <mx/tasking/task_group.h>
 
 namespace mx::db::detail {
 
@@ -232,25 +233,6 @@ std::uint64_t TableBuild::staged_rows() const noexcept {
 }
 
 // ---------------------------------------------------------------------------------------------
-// TaskLatch
-
-void TaskLatch::count_down() noexcept {
-    if (_remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        // Notify under the lock: the waiter may destroy the latch as soon as it sees _done.
-        std::lock_guard lock{_mutex};
-        _done = true;
-        _condition.notify_all();
-    }
-}
-
-void TaskLatch::wait() noexcept {
-    std::unique_lock lock{_mutex};
-    // Only _done, never _remaining: returning before the last task released the mutex would let
-    // the caller destroy the latch under that task.
-    _condition.wait(lock, [this] { return _done; });
-}
-
-// ---------------------------------------------------------------------------------------------
 // Fragment writing
 
 namespace {
@@ -281,7 +263,7 @@ struct FragmentJob {
     std::uint32_t capacity{0};
     std::uint8_t region{0};
     int memory_node{-1}; // -1 = ordinary memory
-    // Results, written by the task that builds the fragment, read after the latch.
+    // Results, written by the task that builds the fragment, read after the group's wait().
     std::shared_ptr<const Fragment> fragment{};
     std::vector<std::uint32_t> max_length{};
 };
@@ -825,29 +807,20 @@ std::shared_ptr<const Table> TableAssembler::assemble(TableBuild &build, tasking
 
     bool failed = false;
     if (runtime != nullptr && !jobs.empty()) {
-        MX_ASSERT(tasking::detail::current_worker() == nullptr,
+        MX_ASSERT(!runtime->on_worker(),
                   "building a table with a runtime blocks: call it from outside the runtime's workers");
-        struct Shared {
-            std::vector<FragmentJob> *jobs;
-            const std::vector<ColumnPlan> *plans;
-            TaskLatch latch;
-            // Set by any writer task that ran out of memory, read after the latch.
-            std::atomic<bool> failed{false};
-        };
-        Shared shared{&jobs, &plans, TaskLatch{jobs.size()}};
+        tasking::TaskGroup group{*runtime};
         for (std::size_t i = 0; i < jobs.size(); ++i) {
-            Shared *state = &shared;
-            runtime->spawn(
-                [state, i]() noexcept {
-                    if (!FragmentWriter::write((*state->jobs)[i], *state->plans)) {
-                        state->failed.store(true, std::memory_order_relaxed);
+            group.spawn(
+                [&group, &jobs, &plans, i]() noexcept {
+                    if (!FragmentWriter::write(jobs[i], plans)) {
+                        // The build fails as a whole: the fragments not yet written are skipped.
+                        group.fail("out of memory for a fragment");
                     }
-                    state->latch.count_down();
                 },
                 tasking::Annotation{.target_region = jobs[i].region});
         }
-        shared.latch.wait();
-        failed = shared.failed.load(std::memory_order_relaxed);
+        failed = !group.wait().ok();
     } else {
         for (FragmentJob &job : jobs) {
             failed = !FragmentWriter::write(job, plans) || failed;

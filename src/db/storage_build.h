@@ -5,11 +5,9 @@
 // the table's capacity by one task per fragment on the fragment's NUMA region.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -162,21 +160,6 @@ private:
     std::unique_ptr<std::atomic<bool>[]> _too_many;
 
     friend class TableAssembler;
-};
-
-/// Waits for a number of tasks: each calls count_down() once, the caller blocks in wait().
-class TaskLatch {
-public:
-    explicit TaskLatch(std::size_t count) noexcept : _remaining(count) {}
-    void count_down() noexcept;
-    void wait() noexcept;
-
-private:
-    // Decremented by the tasks; the one that reaches 0 sets _done under the mutex.
-    std::atomic<std::size_t> _remaining;
-    std::mutex _mutex;
-    std::condition_variable _condition;
-    bool _done{false}; // guarded by _mutex
 };
 
 /// Turns a build into a table version.

@@ -12,7 +12,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "mx/index/blinktree/node.h"
 #include "mx/sync/primitives.h"
 #include "mx/tasking/runtime.h"
+#include "mx/tasking/task_group.h"
 
 namespace mx::index::blinktree {
 
@@ -73,33 +73,6 @@ struct TreeConfig {
     /// overhead. Branch nodes (level 1) and leaves are far more numerous and keep their prefetch.
     /// 0 = never bypass.
     std::uint16_t bypass_min_level{2};
-};
-
-/// Completion object for callers outside the runtime: pass listener(), then wait().
-class Completion {
-public:
-    [[nodiscard]] Listener listener() noexcept { return Listener{&Completion::deliver, this}; }
-    /// Blocks (spin, then yield) until the result arrived.
-    OpResult wait() const noexcept {
-        for (std::uint32_t spins = 0; _done.load(std::memory_order_acquire) == 0; ++spins) {
-            if (spins < 1024) {
-                system::pause();
-            } else {
-                std::this_thread::yield();
-            }
-        }
-        return _result;
-    }
-
-private:
-    static void deliver(void *context, const OpResult &result, tasking::TaskContext &) noexcept {
-        auto *self = static_cast<Completion *>(context);
-        self->_result = result;
-        // Last access to *self: the waiter may destroy it as soon as it sees the flag.
-        self->_done.store(1, std::memory_order_release);
-    }
-    OpResult _result{};                  // written by the worker before _done, read by the waiter after
-    std::atomic<std::uint32_t> _done{0}; // set by the worker, polled by the waiter
 };
 
 template <std::size_t NodeSize = 1024>
@@ -184,12 +157,36 @@ private:
         return task;
     }
 
+    /// One operation as a task group of one: the listener (called in the task's commit(), after
+    /// validation) stores the result and counts the group down; the caller sleeps in wait().
     OpResult run(const Request &request) {
-        Completion completion;
+        if (_runtime->on_worker()) [[unlikely]] {
+            // In every build: returning without the result would leave the operation writing to
+            // this frame after it is gone.
+            mx::detail::assert_failed("!_runtime->on_worker()",
+                                      "a synchronous B-link tree wrapper blocks: call it from outside "
+                                      "the runtime's workers, or submit() with a listener from a task",
+                                      __FILE__, __LINE__);
+        }
+        struct Outcome {
+            tasking::TaskGroup *group;
+            OpResult result; // written by the worker before done(), read after wait()
+        };
+        tasking::TaskGroup group{*_runtime};
+        Outcome outcome{&group, {}};
         Request with_listener = request;
-        with_listener.listener = completion.listener();
+        with_listener.listener =
+            Listener{[](void *context, const OpResult &result, tasking::TaskContext &task_context) noexcept {
+                         auto *target = static_cast<Outcome *>(context);
+                         target->result = result;
+                         target->group->done(task_context); // last access: the caller may return now
+                     },
+                     &outcome};
+        group.add();
         submit(with_listener);
-        return completion.wait();
+        [[maybe_unused]] const tasking::GroupResult status = group.wait();
+        MX_ASSERT(status.ok(), "a tree operation neither fails nor cancels its group");
+        return outcome.result;
     }
 
     /// Called by a writer that split `node` (which it still holds): makes a new root above it,

@@ -143,6 +143,7 @@ struct VariantConfig {
     bool prefetch_hints{true};
     std::uint32_t read_prefetch_eighths{index::blinktree::TreeConfig{}.read_prefetch_eighths};
     std::uint16_t bypass_min_level{index::blinktree::TreeConfig{}.bypass_min_level};
+    bool work_stealing{tasking::RuntimeConfig{}.work_stealing};
 };
 
 /// Wall time and TSC cycles around a phase.

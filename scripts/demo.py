@@ -11,10 +11,16 @@ it measured and the targets it can judge. A target that could not be measured is
 the value NA and the reason is printed: nothing is filled in from earlier runs.
 
 Usage: /usr/bin/python3 scripts/demo.py --build-dir build/release [--quick] [--out results]
-       [--suites runtime,sync,bsearch,blinktree,join,tpch] [--tpch-sf 1] [--tpch-rounds 1]
+       [--suites runtime,sync,bsearch,blinktree,join,tpch,scaling] [--tpch-sf 1] [--tpch-rounds 1]
+       [--workers 1,2,4,8,16]
+
+The scaling suite runs only when named in --suites or when --workers is given (then alone,
+unless --suites names others): the runtime, B-link tree, radix join and TPC-H drivers at each
+worker count, written to scaling.csv (with a speedup row per measurement) and scaling_*.png.
 """
 
 import argparse
+import copy
 import csv
 import os
 import statistics
@@ -29,7 +35,7 @@ import plot  # noqa: E402
 HEADER = ["benchmark", "variant", "workers", "metric", "value", "unit", "repetitions"]
 TARGET_HEADER = ["target", "value", "unit", "goal"]
 # Totals over a suite's processes rather than medians.
-SUMMED_METRICS = {"other_cpu_seconds", "own_cpu_seconds", "wall_seconds"}
+SUMMED_METRICS = {"other_cpu_seconds", "own_cpu_seconds", "wall_seconds", "disturber_cpu_seconds"}
 
 
 class Target:
@@ -52,6 +58,8 @@ class Context:
         self.quick = args.quick
         self.tpch_sf = args.tpch_sf
         self.tpch_rounds = args.tpch_rounds
+        self.workers = args.workers
+        self.tpch_threads = TPCH_THREADS
         self.raw_dir = tempfile.mkdtemp(prefix="mx-demo-")
         self.failures = []
 
@@ -121,6 +129,79 @@ PRELOADS = [("glibc", None),
             ("tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4")]
 THROUGHPUT = ["spawn_local", "ping_pong", "all_to_all", "fib"]
 ALLOC_PATTERNS = ["alloc_single", "alloc_batch", "alloc_cross"]
+# Runtime benchmarks also measured with a busy process on one of the workers' cores.
+DISTURBED = ["spawn_local", "fib"]
+DISTURBED_ROUNDS = 5
+
+
+def disturbed_core(workers):
+    """The CPU of the last of `workers` pinned workers (worker i runs on usable CPU i): the
+    machine's last core on a 2-core machine. None with fewer usable CPUs than workers."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[workers - 1] if len(cpus) >= workers else None
+
+
+def renamed(rows, suffix_benchmark="", suffix_variant=""):
+    """Rows of a disturbed run under their own names, so they never merge with undisturbed ones."""
+    out = []
+    for row in rows:
+        if row["benchmark"] == "calibration":
+            continue
+        row = dict(row)
+        row["benchmark"] += suffix_benchmark
+        if row["variant"] != "all":
+            row["variant"] += suffix_variant
+        out.append(row)
+    return out
+
+
+def median_or_none(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def runtime_disturbed(ctx, driver, targets, sizes):
+    """Each round runs one process with work stealing (mx_default and oneTBB interleaved) and one
+    without (mx_default), both with a busy process on the last worker's core; ratios per round,
+    medians over the rounds."""
+    cpu = disturbed_core(2)
+    if cpu is None:
+        for bench in DISTURBED:
+            for name in (f"disturbed_steal_on_vs_off_{bench}", f"disturbed_vs_tbb_{bench}"):
+                targets[name].note = "needs at least 2 usable CPUs"
+        return []
+    rows = []
+    reps = "1" if ctx.quick else "3"
+    for bench in DISTURBED:
+        print(f"  runtime: {bench}, 2 workers, busy process on CPU {cpu}, work stealing on / off "
+              f"({DISTURBED_ROUNDS} rounds) ...", flush=True)
+        steal_ratios, tbb_ratios = [], []
+        for round_index in range(DISTURBED_ROUNDS):
+            common = ["-b", bench, "-w", "2", "-r", reps, "--disturb-core", str(cpu)] + sizes[bench]
+            on = ctx.run(driver, common + ["--variants", "mx_default,tbb_task_group"],
+                         f"{bench}_disturbed_on_{round_index}.csv", timeout=120)
+            off = ctx.run(driver, common + ["--variants", "mx_default", "--no-steal"],
+                          f"{bench}_disturbed_off_{round_index}.csv", timeout=120)
+            if on:
+                rows.append(renamed(on, "_disturbed"))
+                tbb_ratios.append(value_of(on, bench, "mx_default", 2, "ratio_vs_tbb_task_group"))
+            if off:
+                rows.append(renamed(off, "_disturbed", "_nosteal"))
+            if on and off:
+                with_steal = value_of(on, bench, "mx_default", 2, "tasks_per_second")
+                without = value_of(off, bench, "mx_default", 2, "tasks_per_second")
+                if with_steal and without:
+                    steal_ratios.append(with_steal / without)
+        size = " ".join(sizes[bench])
+        on_off = targets[f"disturbed_steal_on_vs_off_{bench}"]
+        on_off.value = median_or_none(steal_ratios)
+        on_off.note = (f"mx_default, 2 workers, {size}, busy process on CPU {cpu}; median of {len(steal_ratios)} "
+                       f"rounds (one process each way per round)") if steal_ratios else f"no {bench} figures"
+        vs_tbb = targets[f"disturbed_vs_tbb_{bench}"]
+        vs_tbb.value = median_or_none(tbb_ratios)
+        vs_tbb.note = (f"mx_default / tbb_task_group, 2 workers, {size}, busy process on CPU {cpu}; median over "
+                       f"rounds of per-repetition ratios") if vs_tbb.value is not None else f"no {bench} figures"
+    return rows
 
 
 def runtime_suite(ctx):
@@ -129,7 +210,14 @@ def runtime_suite(ctx):
         "spawn_local_vs_tbb": Target("spawn_local_vs_tbb", None, "ratio", ">= 2"),
         "alloc_vs_malloc": Target("alloc_vs_malloc", None, "ratio", ">= 5"),
         "idle_cpu_percent": Target("idle_cpu_percent", None, "percent_of_one_core", "< 1"),
+        "fib_vs_tbb_1w": Target("fib_vs_tbb_1w", None, "ratio", ">= 1.0"),
+        "fib_vs_tbb_2w": Target("fib_vs_tbb_2w", None, "ratio", ">= 1.0"),
     }
+    for bench in DISTURBED:
+        targets[f"disturbed_steal_on_vs_off_{bench}"] = Target(f"disturbed_steal_on_vs_off_{bench}", None, "ratio",
+                                                               ">= 1.5")
+    for bench in DISTURBED:
+        targets[f"disturbed_vs_tbb_{bench}"] = Target(f"disturbed_vs_tbb_{bench}", None, "ratio", ">= 1.0")
     if driver is None:
         return missing_driver(ctx, "runtime", "mx_bench_runtime", list(targets.values()))
 
@@ -143,7 +231,7 @@ def runtime_suite(ctx):
         rounds = 5
     else:
         sizes = {"spawn_local": ["--tasks", "1000000"], "ping_pong": ["--hops", "200000"],
-                 "all_to_all": ["--hops", "200000"], "fib": ["--fib-n", "26"]}
+                 "all_to_all": ["--hops", "200000"], "fib": ["--fib-n", "26"]}  # fib_vs_tbb: n >= 26
         wakeup = ["--samples", "200"]
         idle = ["--idle-seconds", "0.5"]
         alloc_ops = {"alloc_single": "2000000", "alloc_batch": "2000000", "alloc_cross": "200000"}
@@ -189,15 +277,15 @@ def runtime_suite(ctx):
                                f"{pattern}_{name}_{round_index}.csv", env, timeout=120)
                 if rows:
                     alloc_rows.append(rows)
-    merged = aggregate(row_lists + alloc_rows)
+    disturbed_rows = runtime_disturbed(ctx, driver, targets, sizes)
+    merged = aggregate(row_lists + alloc_rows + disturbed_rows)
 
-    # Targets, from this run only.
+    # Targets, from this run only; ratios are medians of per-repetition ratios (interleaved runs).
     ratios = []
     for workers in (1, 2):
-        mx = value_of(merged, "spawn_local", "mx", workers, "tasks_per_second")
-        tbb = value_of(merged, "spawn_local", "tbb_task_group", workers, "tasks_per_second")
-        if mx and tbb:
-            ratios.append((workers, mx / tbb))
+        ratio = value_of(merged, "spawn_local", "mx", workers, "ratio_vs_tbb_task_group")
+        if ratio:
+            ratios.append((workers, ratio))
     if ratios:
         # Conservative: the smaller ratio of the 1- and 2-worker runs.
         targets["spawn_local_vs_tbb"].value = min(r for _, r in ratios)
@@ -223,6 +311,14 @@ def runtime_suite(ctx):
         targets["idle_cpu_percent"].note = f"runtime with {workers} worker(s), median of idle windows"
     else:
         targets["idle_cpu_percent"].note = "idle_cpu did not produce an mx figure"
+    fib_n = sizes["fib"][1]
+    for workers in (1, 2):
+        target = targets[f"fib_vs_tbb_{workers}w"]
+        target.value = value_of(merged, "fib", "mx_default", workers, "ratio_vs_tbb_task_group")
+        target.note = (f"fib({fib_n}), mx_default (RuntimeConfig{{}} with {workers} worker(s)) / tbb_task_group, "
+                       f"median of per-repetition ratios" + ("" if int(fib_n) >= 26 else
+                                                               " (--quick; the target is for fib(26) or larger)")
+                       if target.value is not None else "fib did not produce mx_default and tbb_task_group figures")
     return "runtime", merged, list(targets.values())
 
 
@@ -274,6 +370,20 @@ def print_runtime_tables(rows):
                 continue
             ratio = f"{cycles / mx:10.2f}" if mx else "       n/a"
             print(f"{pattern:<13} {variant:<22} {cycles:>8.1f} {ns:>8.1f} {ratio}")
+    if any(r["benchmark"].endswith("_disturbed") for r in rows):
+        print("\nDisturbed core: 2 workers, a busy process pinned to the last worker's core "
+              "(median over processes; nosteal = RuntimeConfig::work_stealing off)")
+        print(f"{'benchmark':<12} {'variant':<20} {'Mtasks/s':>10} {'x tbb':>7}")
+        for bench in DISTURBED:
+            for variant in ("mx_default", "mx_default_nosteal", "tbb_task_group"):
+                tps = get(f"{bench}_disturbed", variant, 2, "tasks_per_second")
+                if tps is None:
+                    continue
+                ratio = get(f"{bench}_disturbed", variant, 2, "ratio_vs_tbb_task_group")
+                ratio_text = f"{ratio:7.2f}" if ratio is not None else "      -"
+                print(f"{bench:<12} {variant:<20} {tps / 1e6:>10.2f} {ratio_text}")
+        busy = sum(float(r["value"]) for r in rows if r["metric"] == "disturber_cpu_seconds")
+        print(f"  the busy processes used {busy:.1f} CPU-s (not counted as other load below)")
     other = sum(float(r["value"]) for r in rows if r["metric"] == "other_cpu_seconds")
     wall = sum(float(r["value"]) for r in rows if r["metric"] == "wall_seconds")
     if wall > 0:
@@ -360,6 +470,8 @@ BLINKTREE_TARGETS = [("blinktree_c_task_vs_thread", ">= 1.25"), ("blinktree_load
 def blinktree_suite(ctx):
     driver = ctx.binary("ycsb/mx_bench_ycsb")
     targets = [Target(name, None, "ratio", goal) for name, goal in BLINKTREE_TARGETS]
+    disturbed = Target("disturbed_steal_on_vs_off_blinktree_c", None, "ratio", ">= 1.5")
+    targets.append(disturbed)
     if driver is None:
         return missing_driver(ctx, "blinktree", "mx_bench_ycsb", targets)
     # The issue's size (10 M keys, 10 M operations per workload): ~7 minutes; at 2 M keys the
@@ -381,12 +493,45 @@ def blinktree_suite(ctx):
         target.value = value
         target.note = f"2 workers, {keys} keys and operations" + (
             "" if keys == "10000000" else " (the issue's size is 10 M: mx_bench_ycsb -n 10000000 -m 10000000)")
+    rows += blinktree_disturbed(ctx, driver, disturbed)
     return "blinktree", rows, targets
+
+
+def blinktree_disturbed(ctx, driver, target):
+    """YCSB-C with a busy process on the last worker's core, mxtasking with and without work
+    stealing: one process each way per round, interleaved; the ratio of each round's C
+    throughputs, median over the rounds. Fewer keys and operations than the main runs."""
+    cpu = disturbed_core(2)
+    if cpu is None:
+        target.note = "needs at least 2 usable CPUs"
+        return []
+    keys = "200000" if ctx.quick else "1000000"
+    print(f"  blinktree: YCSB C, {keys} keys and operations, 2 workers, busy process on CPU {cpu}, "
+          f"work stealing on / off ({DISTURBED_ROUNDS} rounds) ...", flush=True)
+    row_lists, ratios = [], []
+    for round_index in range(DISTURBED_ROUNDS):
+        common = ["-n", keys, "-m", keys, "-w", "2", "-r", "1", "--variants", "mxtasking", "--disturb-core", str(cpu)]
+        on = ctx.run(driver, common, f"blinktree_disturbed_on_{round_index}.csv", timeout=600)
+        off = ctx.run(driver, common + ["--no-steal"], f"blinktree_disturbed_off_{round_index}.csv", timeout=600)
+        if on:
+            row_lists.append(renamed(on, "_disturbed"))
+        if off:
+            row_lists.append(renamed(off, "_disturbed", "_nosteal"))
+        if on and off:
+            with_steal = value_of(on, "ycsb_c", "mxtasking", 2, "throughput")
+            without = value_of(off, "ycsb_c", "mxtasking", 2, "throughput")
+            if with_steal and without:
+                ratios.append(with_steal / without)
+    target.value = median_or_none(ratios)
+    target.note = (f"YCSB C, mxtasking, 2 workers, {keys} keys and operations, busy process on CPU {cpu}; median "
+                   f"of {len(ratios)} rounds (one process each way per round)") if ratios else "no YCSB C figures"
+    return aggregate(row_lists)
 
 
 def print_blinktree_tables(rows):
     print("\nB-link tree, YCSB (zipf 0.99): million operations per second (median)")
-    variants = list(dict.fromkeys(r["variant"] for r in rows if r["metric"] == "throughput"))
+    phases = ("ycsb_load", "ycsb_a", "ycsb_c")
+    variants = list(dict.fromkeys(r["variant"] for r in rows if r["metric"] == "throughput" and r["benchmark"] in phases))
     print(f"  {'variant':<22}" + "".join(f"{p + ' ' + str(w) + 'w':>12}" for p in ("load", "A", "C") for w in (1, 2)))
     for variant in variants:
         cells = []
@@ -395,6 +540,11 @@ def print_blinktree_tables(rows):
                 value = value_of(rows, phase, variant, workers, "throughput")
                 cells.append(f"{value:12.2f}" if value is not None else f"{'-':>12}")
         print(f"  {variant:<22}" + "".join(cells))
+    disturbed = [(variant, value_of(rows, "ycsb_c_disturbed", variant, 2, "throughput"))
+                 for variant in ("mxtasking", "mxtasking_nosteal")]
+    if any(value is not None for _, value in disturbed):
+        print("  YCSB C, 2 workers, busy process on the last worker's core (median over processes): " +
+              ", ".join(f"{variant} {value:.2f}" for variant, value in disturbed if value is not None))
 
 
 def make_blinktree_plots(csv_path, out_dir):
@@ -669,7 +819,7 @@ def geometric_mean(values):
 def tpch_suite(ctx):
     sf = ctx.tpch_sf
     sf_name = format(sf, "g")
-    targets = [Target(f"tpch_sf1_duckdb_over_tunadb_{t}t", None, "ratio", ">= 0.33") for t in TPCH_THREADS]
+    targets = [Target(f"tpch_sf1_duckdb_over_tunadb_{t}t", None, "ratio", ">= 0.33") for t in ctx.tpch_threads]
     driver = ctx.binary("tpch/mx_bench_tpch")
     if driver is None:
         return missing_driver(ctx, "tpch", "mx_bench_tpch", targets)
@@ -707,7 +857,7 @@ def tpch_suite(ctx):
     # Interleaved: DuckDB 1 thread, TunaDB 1 thread, DuckDB 2 threads, TunaDB 2 threads, per round.
     runs = {}
     for round_index in range(ctx.tpch_rounds):
-        for threads in TPCH_THREADS:
+        for threads in ctx.tpch_threads:
             runs.setdefault(("duckdb", threads), []).append(
                 tpch_duckdb_run(ctx, python, data, threads, round_index))
             runs.setdefault(("tunadb", threads), []).append(
@@ -744,7 +894,7 @@ def tpch_suite(ctx):
 
     other_total = sum(r["other"] for process_runs in runs.values() for r in process_runs)
     wall_total = sum(r["wall"] for process_runs in runs.values() for r in process_runs)
-    for target, threads in zip(targets, TPCH_THREADS):
+    for target, threads in zip(targets, ctx.tpch_threads):
         duck, tuna = medians.get(("duckdb", threads), {}), medians.get(("tunadb", threads), {})
         common = [q for q in TPCH_QUERIES if q in duck and q in tuna]
         missing = [q for q in TPCH_QUERIES if q not in common]
@@ -881,6 +1031,176 @@ def make_tpch_plots(csv_path, out_dir):
     return [path]
 
 
+# ---- scaling: every demonstrator at each worker count --------------------------------------------
+
+# (benchmark, variants) of mx_bench_runtime; mx_default is RuntimeConfig{} with only the worker
+# count set, mx / mx_lifo place their tasks by annotations.
+SCALING_RUNTIME = [("spawn_local", "mx_default,mx,tbb_task_group"), ("fib", "mx_default,mx_lifo,tbb_task_group"),
+                   ("all_to_all", "mx_default,mx,tbb_task_group")]
+SCALING_YCSB_VARIANTS = "mxtasking,thread_olc,tbb"
+
+
+def default_scaling_workers():
+    """1, 2, 4, ... up to the usable CPUs, and the CPU count itself."""
+    cpus = len(os.sched_getaffinity(0))
+    counts, count = [], 1
+    while count < cpus:
+        counts.append(count)
+        count *= 2
+    return counts + [cpus]
+
+
+def parse_workers(text):
+    try:
+        counts = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        return None
+    return counts if counts and all(1 <= c <= 256 for c in counts) else None
+
+
+def add_speedups(rows, metric, unit_of_time=False):
+    """A speedup row per (benchmark, variant, workers): the measurement over the same variant's at
+    the smallest worker count (times: the other way round)."""
+    base = {}
+    for row in rows:
+        if row["metric"] != metric:
+            continue
+        key = (row["benchmark"], row["variant"])
+        workers = int(row["workers"])
+        if key not in base or workers < base[key][0]:
+            base[key] = (workers, float(row["value"]))
+    extra = []
+    for row in rows:
+        if row["metric"] != metric:
+            continue
+        first_workers, first = base[(row["benchmark"], row["variant"])]
+        value = float(row["value"])
+        if first <= 0 or value <= 0:
+            continue
+        speedup = first / value if unit_of_time else value / first
+        extra.append({"benchmark": row["benchmark"], "variant": row["variant"], "workers": row["workers"],
+                      "metric": "speedup", "value": f"{speedup:.6g}", "unit": f"x_vs_{first_workers}w",
+                      "repetitions": row["repetitions"]})
+    return rows + extra
+
+
+def scaling_suite(ctx):
+    workers = ctx.workers or default_scaling_workers()
+    listed = ",".join(str(w) for w in workers)
+    cpus = len(os.sched_getaffinity(0))
+    if max(workers) > cpus:
+        print(f"  scaling: {max(workers)} workers on {cpus} usable CPUs: counts above {cpus} share cores", flush=True)
+    rows = []
+    reps = "3"
+
+    driver = ctx.binary("mx_bench_runtime")
+    if driver is None:
+        ctx.failures.append(f"scaling: mx_bench_runtime not found under {ctx.build_dir}")
+    else:
+        sizes = ({"spawn_local": ["--tasks", "200000"], "fib": ["--fib-n", "25"], "all_to_all": ["--hops", "50000"]}
+                 if ctx.quick else
+                 {"spawn_local": ["--tasks", "1000000"], "fib": ["--fib-n", "30"], "all_to_all": ["--hops", "200000"]})
+        for bench, variants in SCALING_RUNTIME:
+            print(f"  scaling: runtime {bench}, workers {listed} ...", flush=True)
+            got = ctx.run(driver, ["-b", bench, "-w", listed, "-r", reps, "--variants", variants] + sizes[bench],
+                          f"scaling_runtime_{bench}.csv", timeout=3600)
+            rows += [dict(r, benchmark=f"runtime_{r['benchmark']}") for r in got or []
+                     if r["metric"] in ("tasks_per_second", "ratio_vs_tbb_task_group")]
+
+    driver = ctx.binary("ycsb/mx_bench_ycsb")
+    if driver is None:
+        ctx.failures.append(f"scaling: mx_bench_ycsb not found under {ctx.build_dir}")
+    else:
+        keys = "200000" if ctx.quick else "2000000"
+        print(f"  scaling: B-link tree YCSB C and A, {keys} keys and operations, workers {listed} ...", flush=True)
+        got = ctx.run(driver, ["-n", keys, "-m", keys, "-w", listed, "-r", reps, "--variants", SCALING_YCSB_VARIANTS],
+                      "scaling_blinktree.csv", timeout=3600)
+        rows += [dict(r, benchmark=f"blinktree_{r['benchmark']}") for r in got or []
+                 if r["benchmark"] in ("ycsb_c", "ycsb_a") and r["metric"] == "throughput"]
+
+    driver = ctx.binary("join/mx_bench_join")
+    if driver is None:
+        ctx.failures.append(f"scaling: mx_bench_join not found under {ctx.build_dir}")
+    else:
+        build, probe = ("250000", "4000000") if ctx.quick else ("1000000", "16000000")
+        print(f"  scaling: radix join at 11 bits, build {build} / probe {probe}, workers {listed} ...", flush=True)
+        got = ctx.run(driver, ["--build", build, "--probe", probe, "--min-bits", "11", "--max-bits", "11",
+                               "--workers"] + [str(w) for w in workers] + ["--repetitions", reps],
+                      "scaling_join.csv", timeout=3600, quiet=False)
+        rows += [dict(r, benchmark=f"join_{r['benchmark']}") for r in got or []
+                 if r["benchmark"] == "radix_join_11b" and r["metric"] == "total_time"]
+
+    # TPC-H through the tpch suite's own runs (interleaved DuckDB / TunaDB processes), at each count.
+    tpch_ctx = copy.copy(ctx)
+    tpch_ctx.tpch_threads = tuple(workers)
+    _, tpch_rows, _ = tpch_suite(tpch_ctx)
+    rows += [r for r in tpch_rows if r["benchmark"].endswith("_geomean") and r["metric"] == "geomean_time"]
+
+    rows = add_speedups(rows, "tasks_per_second")
+    rows = add_speedups(rows, "throughput")
+    rows = add_speedups(rows, "total_time", unit_of_time=True)
+    rows = add_speedups(rows, "geomean_time", unit_of_time=True)
+    return "scaling", rows, []
+
+
+def print_scaling_tables(rows):
+    print("\nScaling: speed-up over each variant's own run at the smallest worker count")
+    workers = sorted({int(r["workers"]) for r in rows if r["metric"] == "speedup"})
+    print(f"  {'benchmark':<28} {'variant':<26}" + "".join(f"{str(w) + 'w':>7}" for w in workers))
+    keys = list(dict.fromkeys((r["benchmark"], r["variant"]) for r in rows if r["metric"] == "speedup"))
+    for bench, variant in keys:
+        cells = []
+        for w in workers:
+            value = value_of(rows, bench, variant, w, "speedup")
+            cells.append(f"{value:7.2f}" if value is not None else f"{'-':>7}")
+        print(f"  {bench:<28} {variant:<26}" + "".join(cells))
+
+
+SCALING_PLOTS = [("runtime", "runtime core (tasks/s)"), ("blinktree", "B-link tree, YCSB (operations/s)"),
+                 ("join", "radix join at 11 bits (total time)"), ("tpch", "TPC-H (geometric mean of query times)")]
+
+
+def make_scaling_plots(csv_path, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = [r for r in plot.read_rows(csv_path) if r["metric"] == "speedup"]
+    paths = []
+    for prefix, title in SCALING_PLOTS:
+        mine = [r for r in rows if r["benchmark"].startswith(prefix + "_")]
+        benchmarks = list(dict.fromkeys(r["benchmark"] for r in mine))
+        if not benchmarks:
+            continue
+        figure, axes = plt.subplots(1, len(benchmarks), figsize=(4.4 * len(benchmarks), 3.8), squeeze=False)
+        workers = sorted({int(r["workers"]) for r in mine})
+        # One colour per variant across the panels.
+        variants = sorted({r["variant"] for r in mine})
+        for axis, bench in zip(axes[0], benchmarks):
+            for variant in variants:
+                points = sorted((int(r["workers"]), float(r["value"])) for r in mine
+                                if r["benchmark"] == bench and r["variant"] == variant)
+                if not points:
+                    continue
+                axis.plot([w for w, _ in points], [v for _, v in points], marker="o", label=variant,
+                          color=plot._color(variant, variants.index(variant)))
+            axis.plot(workers, [w / workers[0] for w in workers], linestyle="--", color="gray", label="linear")
+            axis.set_xscale("log", base=2)
+            axis.set_xticks(workers)
+            axis.set_xticklabels([str(w) for w in workers])
+            axis.set_xlabel("workers (threads)")
+            axis.set_ylabel(f"speed-up over {workers[0]} worker(s)")
+            axis.set_title(bench.removeprefix(prefix + "_"), fontsize=9)
+            axis.grid(alpha=0.3)
+            axis.legend(fontsize=7)
+        figure.suptitle(f"Scaling: {title}")
+        figure.tight_layout()
+        path = os.path.join(out_dir, f"scaling_{prefix}.png")
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        paths.append(path)
+    return paths
+
+
 # ---- driver ----------------------------------------------------------------------------------
 
 # Each suite: (title, function(ctx) -> (name, rows, targets), function(rows) printing tables,
@@ -892,12 +1212,16 @@ SUITES = [
     ("B-link tree (YCSB)", blinktree_suite, print_blinktree_tables, make_blinktree_plots),
     ("radix join (micro partitioning, squads)", join_suite, print_join_tables, make_join_plots),
     ("TPC-H: TunaDB and DuckDB", tpch_suite, print_tpch_tables, make_tpch_plots),
+    ("scaling over worker counts", scaling_suite, print_scaling_tables, make_scaling_plots),
 ]
+# Not part of the default selection: run when named in --suites or when --workers is given.
+OPT_IN_SUITES = {"scaling"}
 
 
 def write_rows(path, rows):
     with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=HEADER)
+        # Drivers may add columns with their run's settings; demo rows carry them in their names.
+        writer = csv.DictWriter(handle, fieldnames=HEADER, extrasaction="ignore")
         writer.writeheader()
         for row in sorted(rows, key=lambda r: (r["benchmark"], int(r["workers"]), r["variant"], r["metric"])):
             writer.writerow(row)
@@ -909,13 +1233,26 @@ def main():
     parser.add_argument("--out", default="results", help="directory for CSV files and plots")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (still 5 repetitions)")
     suite_names = [suite.__name__.removesuffix("_suite") for _, suite, _, _ in SUITES]
-    parser.add_argument("--suites", help=f"comma-separated subset of {','.join(suite_names)} (default: all)")
+    parser.add_argument("--suites", help=f"comma-separated subset of {','.join(suite_names)} (default: all but scaling)")
     parser.add_argument("--tpch-sf", type=float, default=1.0,
                         help="TPC-H scale factor (default 1, what the targets are for; 1.1 GB in build/tpch)")
     parser.add_argument("--tpch-rounds", type=int, default=1,
                         help="TPC-H rounds of the interleaved DuckDB/TunaDB processes (default 1)")
+    parser.add_argument("--workers", help="worker counts of the scaling suite, comma separated, e.g. 1,2,4,8,16 "
+                                          "(selects that suite; default with --suites scaling: 1, 2, 4, ... up "
+                                          "to the usable CPUs)")
     args = parser.parse_args()
-    chosen = suite_names if not args.suites else [name.strip() for name in args.suites.split(",") if name.strip()]
+    if args.workers is not None:
+        args.workers = parse_workers(args.workers)
+        if args.workers is None:
+            print("demo.py: --workers takes comma-separated counts from 1 to 256, e.g. 1,2,4,8", file=sys.stderr)
+            return 2
+    if args.suites:
+        chosen = [name.strip() for name in args.suites.split(",") if name.strip()]
+    elif args.workers:
+        chosen = ["scaling"]
+    else:
+        chosen = [name for name in suite_names if name not in OPT_IN_SUITES]
     unknown = [name for name in chosen if name not in suite_names]
     if unknown:
         print(f"demo.py: unknown suite(s) {', '.join(unknown)} (known: {', '.join(suite_names)})", file=sys.stderr)
@@ -954,12 +1291,13 @@ def main():
         for t in all_targets:
             writer.writerow([t.name, "NA" if t.value is None else f"{t.value:.4g}", t.unit, t.goal])
     print("\nTargets (measured in this run)")
-    print(f"{'target':<22} {'value':>10} {'goal':>7}  status")
+    width = max([22] + [len(t.name) for t in all_targets])
+    print(f"{'target':<{width}} {'value':>10} {'goal':>7}  status")
     for t in all_targets:
         met = t.met()
         status = "not measured" if met is None else ("met" if met else "NOT met")
         value = "NA" if t.value is None else f"{t.value:.3g}"
-        print(f"{t.name:<22} {value:>10} {t.goal:>7}  {status}{'  (' + t.note + ')' if t.note else ''}")
+        print(f"{t.name:<{width}} {value:>10} {t.goal:>7}  {status}{'  (' + t.note + ')' if t.note else ''}")
     print(f"targets: {os.path.relpath(targets_path)}")
     if ctx.failures:
         print("\nProblems:", file=sys.stderr)

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 THROUGHPUT = ["spawn_local", "ping_pong", "all_to_all", "fib"]
-VARIANT_ORDER = ["mx", "mx_lifo", "tbb_task_group", "tbb_enqueue", "threads"]
+VARIANT_ORDER = ["mx", "mx_lifo", "mx_default", "tbb_task_group", "tbb_enqueue", "threads"]
 
 
 def read_rows(path):

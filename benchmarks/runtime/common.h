@@ -106,8 +106,14 @@ public:
     virtual void touch_all_workers() = 0;
 };
 
-/// `lifo`: RuntimeConfig::local_order = lifo (depth-first; for fork/join).
-std::unique_ptr<System> make_mxtasking(std::uint16_t workers, bool pin, bool lifo);
+/// How an mxtasking variant sets up the runtime and places its tasks.
+enum class MxMode : std::uint8_t {
+    fifo,    // mx: local_order = fifo, pinning from the CLI, roots and fib's top levels placed
+    lifo,    // mx_lifo: the same with local_order = lifo (depth-first; for fork/join)
+    defaults // mx_default: RuntimeConfig{} with only the worker count set; nothing placed
+};
+/// `work_stealing` is RuntimeConfig::work_stealing (--no-steal turns it off for every mode).
+std::unique_ptr<System> make_mxtasking(std::uint16_t workers, MxMode mode, bool pin, bool work_stealing);
 std::unique_ptr<System> make_tbb_task_group(std::uint16_t workers);
 std::unique_ptr<System> make_tbb_enqueue(std::uint16_t workers);
 std::unique_ptr<System> make_threads(std::uint16_t workers, bool pin);

@@ -1,7 +1,9 @@
 // mx_bench_runtime: the runtime-core benchmark driver. Runs one benchmark for each requested
 // worker count with every variant interleaved (mx, tbb, threads, mx, tbb, ...), takes the median
 // over the repetitions and appends one CSV row per measurement:
-//   benchmark,variant,workers,metric,value,unit,repetitions
+//   benchmark,variant,workers,metric,value,unit,repetitions,disturb_core,work_stealing
+// The last two hold the run's settings: the CPU of the --disturb-core busy process (-1: none) and
+// RuntimeConfig::work_stealing of the mxtasking variants (1, or 0 with --no-steal).
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -28,6 +30,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../support/csv_writer.h"
+#include "../support/disturber.h"
 #include "../support/load_meter.h"
 #include "allocators.h"
 #include "common.h"
@@ -63,7 +66,10 @@ namespace {
 
 const std::vector<std::string> throughput_benchmarks{"spawn_local", "ping_pong", "all_to_all", "fib"};
 const std::vector<std::string> alloc_benchmarks{"alloc_single", "alloc_batch", "alloc_cross"};
-const std::vector<std::string> runtime_variants{"mx", "mx_lifo", "tbb_task_group", "tbb_enqueue", "threads"};
+const std::vector<std::string> runtime_variants{"mx",          "mx_lifo", "mx_default", "tbb_task_group",
+                                                "tbb_enqueue", "threads"};
+/// Every other variant's throughput is also reported relative to this one, per repetition.
+const std::string ratio_baseline{"tbb_task_group"};
 const std::vector<std::string> alloc_variants{"mx", "malloc", "aligned_new"};
 
 bool contains(const std::vector<std::string> &list, const std::string &value) {
@@ -109,15 +115,21 @@ struct Options {
     bool append{false};
     bool quiet{false};
     bool pin{true};
+    bool work_stealing{true};            // RuntimeConfig::work_stealing of every mx variant
+    int disturb_core{-1};                // CPU of the busy process, -1: none
+    const Disturber *disturber{nullptr}; // that process, for the load figures
 };
 
 std::unique_ptr<System> make_system(const Options &options, const std::string &variant,
                                     std::uint16_t workers) {
     if (variant == "mx") {
-        return make_mxtasking(workers, options.pin, false);
+        return make_mxtasking(workers, MxMode::fifo, options.pin, options.work_stealing);
     }
     if (variant == "mx_lifo") {
-        return make_mxtasking(workers, options.pin, true);
+        return make_mxtasking(workers, MxMode::lifo, options.pin, options.work_stealing);
+    }
+    if (variant == "mx_default") {
+        return make_mxtasking(workers, MxMode::defaults, options.pin, options.work_stealing);
     }
     if (variant == "tbb_task_group") {
         return make_tbb_task_group(workers);
@@ -141,12 +153,43 @@ Run run_once(System &system, const std::string &benchmark, const Sizes &sizes) {
     return system.fib(sizes);
 }
 
-void write_load(CsvWriter &csv, const std::string &benchmark, unsigned workers, const LoadMeter &meter,
-                std::size_t repetitions) {
+void write_load(CsvWriter &csv, const Options &options, const std::string &benchmark, unsigned workers,
+                const LoadMeter &meter, std::size_t repetitions) {
     const LoadMeter::Reading load = meter.read();
     csv.row(benchmark, "all", workers, "other_cpu_seconds", load.other_cpu_seconds, "s", repetitions);
     csv.row(benchmark, "all", workers, "own_cpu_seconds", load.own_cpu_seconds, "s", repetitions);
     csv.row(benchmark, "all", workers, "wall_seconds", load.wall_seconds, "s", repetitions);
+    if (options.disturber != nullptr) {
+        csv.row(benchmark, "all", workers, "disturber_cpu_seconds", load.disturber_cpu_seconds, "s",
+                repetitions);
+    }
+}
+
+/// Median over the repetitions of each variant's throughput divided by the baseline's in the
+/// same repetition (the runs are interleaved, so both saw the same machine load).
+void write_ratios(CsvWriter &csv, const Options &options, const std::string &benchmark, unsigned workers,
+                  const std::vector<std::string> &names, const std::vector<std::vector<Run>> &runs) {
+    const auto base = std::find(names.begin(), names.end(), ratio_baseline);
+    if (base == names.end()) {
+        return;
+    }
+    const std::vector<Run> &baseline = runs[static_cast<std::size_t>(base - names.begin())];
+    const auto per_second = [](const Run &run) { return static_cast<double>(run.tasks) / run.seconds; };
+    for (std::size_t s = 0; s < names.size(); ++s) {
+        if (names[s] == ratio_baseline) {
+            continue;
+        }
+        std::vector<double> ratios;
+        for (std::size_t r = 0; r < runs[s].size(); ++r) {
+            ratios.push_back(per_second(runs[s][r]) / per_second(baseline[r]));
+        }
+        const double value = median(ratios);
+        csv.row(benchmark, names[s], workers, "ratio_vs_" + ratio_baseline, value, "x", ratios.size());
+        if (!options.quiet) {
+            std::printf("%-13s %-22s workers=%u  %.2fx %s (median of per-repetition ratios)\n",
+                        benchmark.c_str(), names[s].c_str(), workers, value, ratio_baseline.c_str());
+        }
+    }
 }
 
 /// Median throughput and cycles per task of the runs of one variant.
@@ -177,7 +220,7 @@ std::vector<std::string> variants_for(const Options &options, const std::string 
     std::vector<std::string> chosen;
     for (const auto &variant : options.variants) {
         // mx_lifo (depth-first local order) only matters for recursive fork/join.
-        const bool supported = variant == "mx" || variant == "threads" ||
+        const bool supported = variant == "mx" || variant == "mx_default" || variant == "threads" ||
                                (variant == "mx_lifo" && benchmark == "fib") ||
                                (variant == "tbb_task_group" && contains(throughput_benchmarks, benchmark)) ||
                                (variant == "tbb_enqueue" && benchmark != "fib");
@@ -197,7 +240,7 @@ void run_throughput(const Options &options, CsvWriter &csv) {
             systems.push_back(make_system(options, name, count));
         }
         std::vector<std::vector<Run>> runs(systems.size());
-        const LoadMeter meter;
+        const LoadMeter meter{options.disturber};
         for (unsigned r = 0; r < options.warmup; ++r) {
             for (auto &system : systems) {
                 settle();
@@ -213,7 +256,8 @@ void run_throughput(const Options &options, CsvWriter &csv) {
         for (std::size_t s = 0; s < systems.size(); ++s) {
             write_runs(csv, options, options.benchmark, names[s], workers, runs[s]);
         }
-        write_load(csv, options.benchmark, workers, meter, options.repetitions);
+        write_ratios(csv, options, options.benchmark, workers, names, runs);
+        write_load(csv, options, options.benchmark, workers, meter, options.repetitions);
     }
 }
 
@@ -234,7 +278,7 @@ void run_wakeup(const Options &options, CsvWriter &csv) {
             std::vector<std::vector<double>> latencies(systems.size());
             std::vector<std::uint64_t> slept(systems.size(), 0);
             std::vector<std::uint64_t> last_sleeps(systems.size(), 0);
-            const LoadMeter meter;
+            const LoadMeter meter{options.disturber};
             for (std::size_t s = 0; s < systems.size(); ++s) {
                 settle();
                 systems[s]->wakeup_sample(); // warm-up
@@ -283,7 +327,7 @@ void run_wakeup(const Options &options, CsvWriter &csv) {
                                 names[s].c_str(), workers, med, p99);
                 }
             }
-            write_load(csv, benchmark, workers, meter, options.repetitions);
+            write_load(csv, options, benchmark, workers, meter, options.repetitions);
         }
     }
 }
@@ -293,7 +337,7 @@ void run_idle(const Options &options, CsvWriter &csv) {
         const auto count = static_cast<std::uint16_t>(workers);
         std::vector<std::string> names = variants_for(options, "idle_cpu");
         std::vector<std::vector<double>> percents(names.size());
-        const LoadMeter meter;
+        const LoadMeter meter{options.disturber};
         for (unsigned r = 0; r < options.repetitions; ++r) {
             for (std::size_t s = 0; s < names.size(); ++s) {
                 // A fresh system per window: only its threads can be awake in this process.
@@ -320,7 +364,7 @@ void run_idle(const Options &options, CsvWriter &csv) {
                             workers, med);
             }
         }
-        write_load(csv, "idle_cpu", workers, meter, options.repetitions);
+        write_load(csv, options, "idle_cpu", workers, meter, options.repetitions);
     }
 }
 
@@ -328,7 +372,7 @@ void run_allocators(const Options &options, CsvWriter &csv) {
     const std::string &pattern = options.benchmark;
     const unsigned workers = pattern == "alloc_cross" ? 2 : 1;
     std::vector<std::vector<Run>> runs(options.variants.size());
-    const LoadMeter meter;
+    const LoadMeter meter{options.disturber};
     for (unsigned r = 0; r < options.warmup; ++r) {
         for (const auto &variant : options.variants) {
             run_alloc(pattern, variant, options.alloc);
@@ -342,7 +386,7 @@ void run_allocators(const Options &options, CsvWriter &csv) {
     for (std::size_t v = 0; v < options.variants.size(); ++v) {
         write_runs(csv, options, pattern, alloc_variant_label(options.variants[v]), workers, runs[v]);
     }
-    write_load(csv, pattern, workers, meter, options.repetitions);
+    write_load(csv, options, pattern, workers, meter, options.repetitions);
 }
 
 } // namespace
@@ -365,9 +409,9 @@ int main(int argc, char **argv) {
         ->delimiter(',')
         ->check(CLI::Range(1U, 64U));
     app.add_option("--variants", options.variants,
-                   "Variants, comma separated (runtime: mx, mx_lifo (fib only), tbb_task_group, tbb_enqueue, "
-                   "threads; "
-                   "alloc_*: mx, malloc, aligned_new); default all")
+                   "Variants, comma separated (runtime: mx, mx_lifo (fib only), mx_default (RuntimeConfig{} "
+                   "with only the worker count set, no placement annotations), tbb_task_group, tbb_enqueue, "
+                   "threads; alloc_*: mx, malloc, aligned_new); default all")
         ->delimiter(',');
     app.add_option("-r,--repetitions", options.repetitions, "Timed repetitions per variant (median reported)")
         ->check(CLI::Range(1U, 10000U));
@@ -402,9 +446,16 @@ int main(int argc, char **argv) {
     app.add_flag(
         "--no-pin", no_pin,
         "Do not pin mx and threads workers to CPUs (oneTBB never pins); for machines shared with other load");
+    app.add_option("--disturb-core", options.disturb_core,
+                   "Run a busy process pinned to this CPU for the whole measurement (a core the workers "
+                   "share with a program they do not know about)")
+        ->check(CLI::Range(0, CPU_SETSIZE - 1));
+    bool no_steal = false;
+    app.add_flag("--no-steal", no_steal, "RuntimeConfig::work_stealing = false for every mx variant");
     app.add_flag("-q,--quiet", options.quiet, "No progress lines on stdout");
     CLI11_PARSE(app, argc, argv);
     options.pin = !no_pin;
+    options.work_stealing = !no_steal;
 
     const bool alloc = mx::bench::contains(mx::bench::alloc_benchmarks, options.benchmark);
     const std::vector<std::string> &known = alloc ? mx::bench::alloc_variants : mx::bench::runtime_variants;
@@ -430,7 +481,14 @@ int main(int argc, char **argv) {
     }
 
     try {
-        mx::bench::CsvWriter csv{options.csv, options.append};
+        // Stopped by its destructor on every way out of this block; std::exit() and signals end it
+        // through PR_SET_PDEATHSIG.
+        const mx::bench::Disturber disturber{options.disturb_core};
+        options.disturber = options.disturb_core >= 0 ? &disturber : nullptr;
+        mx::bench::CsvWriter csv{options.csv,
+                                 options.append,
+                                 {{"disturb_core", std::to_string(options.disturb_core)},
+                                  {"work_stealing", options.work_stealing ? "1" : "0"}}};
         csv.row("calibration", "tsc", 0, "tsc_hz", mx::bench::tsc_hz(), "Hz", 1);
         if (alloc) {
             mx::bench::run_allocators(options, csv);

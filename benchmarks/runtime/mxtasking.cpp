@@ -29,12 +29,15 @@ public:
 };
 static_assert(sizeof(EmptyTask) == system::cache_line_size, "an empty task is one header");
 
-/// One per worker: spawns `chunk` empty tasks locally, then re-spawns itself behind them (the
-/// local pool is FIFO), so at most chunk + 1 tasks are queued per worker at any time.
+/// One per worker: spawns `chunk` empty tasks locally, then re-spawns itself at low priority, so
+/// it runs again only once its worker has run out of other tasks, whatever the local order (FIFO
+/// or LIFO): at most chunk + 1 tasks are queued per spawner at any time.
 class LocalSpawner final : public Task {
 public:
     LocalSpawner(std::uint64_t tasks, std::uint32_t chunk, Completion &done) noexcept
-        : _remaining(tasks), _chunk(chunk), _done(&done) {}
+        : _remaining(tasks), _chunk(chunk), _done(&done) {
+        annotate(tasking::Priority::low);
+    }
 
     TaskResult execute(TaskContext &context) noexcept override {
         if (_remaining == 0) {
@@ -116,8 +119,9 @@ private:
 };
 
 /// Recursive fork/join without blocking: fib(n) forks fib(n-1) and fib(n-2) and hands their sum
-/// to a continuation. The top `spread_depth` levels are annotated to alternate workers, because
-/// the runtime does not steal work: that is how a programmer spreads a recursion over workers.
+/// to a continuation. The top `spread_depth` levels are annotated to alternate workers: how a
+/// programmer spreads a recursion over workers without work stealing (mx, mx_lifo). mx_default
+/// passes 0 and leaves the spreading to the runtime.
 class Fib final : public Task {
 public:
     Fib(std::uint32_t n, Sum *parent, std::uint32_t lane, std::uint32_t depth,
@@ -181,18 +185,27 @@ private:
     Completion *_done;
 };
 
+RuntimeConfig config_of(std::uint16_t workers, MxMode mode, bool pin, bool work_stealing) {
+    RuntimeConfig config;
+    config.workers = workers;
+    if (mode != MxMode::defaults) {
+        config.pin_workers = pin;
+        config.local_order = mode == MxMode::lifo ? tasking::LocalOrder::lifo : tasking::LocalOrder::fifo;
+    }
+    config.work_stealing = work_stealing;
+    return config;
+}
+
 class MxSystem final : public System {
 public:
-    MxSystem(std::uint16_t workers, bool pin, bool lifo)
-        : _runtime(
-              RuntimeConfig{.workers = workers,
-                            .pin_workers = pin,
-                            .local_order = lifo ? tasking::LocalOrder::lifo : tasking::LocalOrder::fifo}),
-          _workers(workers), _lifo(lifo) {
+    MxSystem(std::uint16_t workers, MxMode mode, bool pin, bool work_stealing)
+        : _runtime(config_of(workers, mode, pin, work_stealing)), _workers(workers), _mode(mode) {
         _probe.annotate(std::uint16_t{0});
     }
 
-    [[nodiscard]] std::string name() const override { return _lifo ? "mx_lifo" : "mx"; }
+    [[nodiscard]] std::string name() const override {
+        return _mode == MxMode::lifo ? "mx_lifo" : _mode == MxMode::defaults ? "mx_default" : "mx";
+    }
     [[nodiscard]] bool supports(const std::string &) const override { return true; }
 
     Run spawn_local(const Sizes &sizes) override {
@@ -200,7 +213,9 @@ public:
         std::vector<std::unique_ptr<LocalSpawner>> roots;
         for (std::uint16_t w = 0; w < _workers; ++w) {
             roots.push_back(std::make_unique<LocalSpawner>(sizes.tasks, sizes.chunk, done));
-            roots.back()->annotate(w);
+            if (_mode != MxMode::defaults) {
+                roots.back()->annotate(w);
+            }
         }
         const Stopwatch watch;
         for (auto &root : roots) {
@@ -248,8 +263,11 @@ public:
         Completion done{1};
         std::uint64_t result = 0;
         auto *root = _runtime.new_task<Sum>(nullptr, 1, &result, &done);
-        auto *top = _runtime.new_task<Fib>(sizes.fib_n, root, 0U, 0U, sizes.spread_depth);
-        top->annotate(std::uint16_t{0});
+        const bool placed = _mode != MxMode::defaults;
+        auto *top = _runtime.new_task<Fib>(sizes.fib_n, root, 0U, 0U, placed ? sizes.spread_depth : 0U);
+        if (placed) {
+            top->annotate(std::uint16_t{0});
+        }
         const Stopwatch watch;
         _runtime.spawn(*top);
         done.wait();
@@ -297,14 +315,14 @@ public:
 private:
     Runtime _runtime;
     std::uint16_t _workers;
-    bool _lifo;
+    MxMode _mode;
     Probe _probe;
 };
 
 } // namespace
 
-std::unique_ptr<System> make_mxtasking(std::uint16_t workers, bool pin, bool lifo) {
-    return std::make_unique<MxSystem>(workers, pin, lifo);
+std::unique_ptr<System> make_mxtasking(std::uint16_t workers, MxMode mode, bool pin, bool work_stealing) {
+    return std::make_unique<MxSystem>(workers, mode, pin, work_stealing);
 }
 
 } // namespace mx::bench

@@ -2,7 +2,8 @@
 
 // CPU time other processes used while a benchmark measured: the busy time of all CPUs
 // (/proc/stat) minus this process's CPU time. Granularity is one clock tick (usually 10 ms) per
-// CPU. Every performance claim names it, since the 2-core machine is shared.
+// CPU. Every performance claim names it, since the 2-core machine is shared. The busy process of
+// --disturb-core is load the benchmark asked for: it is counted apart, not as other load.
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -12,22 +13,28 @@
 #include <fstream>
 #include <string>
 
+#include "disturber.h"
+
 namespace mx::bench {
 
 class LoadMeter {
 public:
-    LoadMeter() noexcept : _machine(machine_busy_seconds()), _own(own_cpu_seconds()) {}
+    explicit LoadMeter(const Disturber *disturber = nullptr) noexcept
+        : _disturber(disturber), _machine(machine_busy_seconds()), _own(own_cpu_seconds()),
+          _disturbed(disturber != nullptr ? disturber->cpu_seconds() : 0.0) {}
 
     struct Reading {
         double other_cpu_seconds;
         double own_cpu_seconds;
         double wall_seconds;
+        double disturber_cpu_seconds; // the busy process of --disturb-core
     };
     [[nodiscard]] Reading read() const noexcept {
         const double machine = machine_busy_seconds() - _machine;
         const double own = own_cpu_seconds() - _own;
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - _wall).count();
-        return Reading{std::max(0.0, machine - own), own, wall};
+        const double disturbed = _disturber != nullptr ? _disturber->cpu_seconds() - _disturbed : 0.0;
+        return Reading{std::max(0.0, machine - own - disturbed), own, wall, disturbed};
     }
 
 private:
@@ -51,8 +58,10 @@ private:
         return seconds(usage.ru_utime) + seconds(usage.ru_stime);
     }
 
+    const Disturber *_disturber;
     double _machine;
     double _own;
+    double _disturbed;
     std::chrono::steady_clock::time_point _wall{std::chrono::steady_clock::now()};
 };
 

@@ -2,7 +2,10 @@
 // off) against the thread-based trees (optimistic, reader/writer latch) and oneTBB. Each
 // repetition runs every variant once (interleaved, so drifting machine load hits all alike);
 // the CSV holds medians over the repetitions and the target ratios (median of per-repetition
-// ratios).
+// ratios). Columns: benchmark,variant,workers,metric,value,unit,repetitions,disturb_core,
+// work_stealing; the last two hold the run's settings: the CPU of the --disturb-core busy
+// process (-1: none) and RuntimeConfig::work_stealing of the mxtasking variants (1, or 0 with
+// --no-steal).
 
 #include <CLI/CLI.hpp>
 
@@ -17,6 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "../support/csv_writer.h"
+#include "../support/disturber.h"
+#include "../support/load_meter.h"
 #include "workload.h"
 
 namespace mx::bench::ycsb {
@@ -34,6 +40,7 @@ struct Options {
     VariantConfig variant; // the tuning options; workers is set per run
     std::string csv{"results/blinktree.csv"};
     bool quiet{false};
+    int disturb_core{-1}; // CPU of the busy process, -1: none
 };
 
 double median(std::vector<double> values) {
@@ -41,32 +48,6 @@ double median(std::vector<double> values) {
     const std::size_t n = values.size();
     return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
-
-class CsvWriter {
-public:
-    explicit CsvWriter(const std::string &path) {
-        const std::filesystem::path file{path};
-        if (file.has_parent_path()) {
-            std::error_code error;
-            std::filesystem::create_directories(file.parent_path(), error);
-        }
-        _out.open(path, std::ios::trunc);
-        if (!_out) {
-            throw std::runtime_error{"cannot open CSV file '" + path +
-                                     "' for writing: " + std::strerror(errno)};
-        }
-        _out << "benchmark,variant,workers,metric,value,unit,repetitions\n";
-    }
-    void row(const std::string &benchmark, const std::string &variant, unsigned workers,
-             const std::string &metric, double value, const std::string &unit, std::size_t repetitions) {
-        _out << benchmark << ',' << variant << ',' << workers << ',' << metric << ',' << value << ',' << unit
-             << ',' << repetitions << '\n';
-        _out.flush();
-    }
-
-private:
-    std::ofstream _out;
-};
 
 RunResult run_variant(const std::string &variant, const Workload &workload, const Options &options,
                       std::uint16_t workers) {
@@ -117,9 +98,17 @@ int run(const Options &options) {
                     options.distribution.c_str());
     }
     const Workload workload = make_workload(options.workload);
-    CsvWriter csv{options.csv};
+    // Started once the workload exists (its generation is not measured); stopped by its destructor
+    // on every way out of this function.
+    const Disturber disturber{options.disturb_core};
+    const Disturber *disturbed = options.disturb_core >= 0 ? &disturber : nullptr;
+    CsvWriter csv{options.csv,
+                  false,
+                  {{"disturb_core", std::to_string(options.disturb_core)},
+                   {"work_stealing", options.variant.work_stealing ? "1" : "0"}}};
     const char *phases[] = {"load", "c", "a"};
     for (const std::uint16_t workers : options.workers) {
+        const LoadMeter meter{disturbed};
         // runs[variant][repetition]
         std::map<std::string, std::vector<RunResult>> runs;
         for (unsigned rep = 0; rep < options.repetitions; ++rep) {
@@ -178,6 +167,16 @@ int run(const Options &options) {
                 std::printf("workers %u %-32s %.2fx\n", workers, target.id, median(ratios));
             }
         }
+        // CPU time of other processes over all variants and repetitions of this worker count.
+        const LoadMeter::Reading load = meter.read();
+        csv.row("ycsb", "all", workers, "other_cpu_seconds", load.other_cpu_seconds, "s",
+                options.repetitions);
+        csv.row("ycsb", "all", workers, "own_cpu_seconds", load.own_cpu_seconds, "s", options.repetitions);
+        csv.row("ycsb", "all", workers, "wall_seconds", load.wall_seconds, "s", options.repetitions);
+        if (disturbed != nullptr) {
+            csv.row("ycsb", "all", workers, "disturber_cpu_seconds", load.disturber_cpu_seconds, "s",
+                    options.repetitions);
+        }
     }
     return 0;
 }
@@ -226,8 +225,15 @@ int main(int argc, char **argv) {
         ->check(CLI::Range(0, 64));
     app.add_option("--seed", options.workload.seed, "Request generator seed");
     app.add_option("-o,--csv", options.csv, "CSV file to write");
+    app.add_option("--disturb-core", options.disturb_core,
+                   "Run a busy process pinned to this CPU while measuring (a core the workers share with a "
+                   "program they do not know about)")
+        ->check(CLI::Range(0, CPU_SETSIZE - 1));
+    bool no_steal = false;
+    app.add_flag("--no-steal", no_steal, "mxtasking: RuntimeConfig::work_stealing = false");
     app.add_flag("-q,--quiet", options.quiet, "No progress lines");
     CLI11_PARSE(app, argc, argv);
+    options.variant.work_stealing = !no_steal;
     options.workload.zipfian = options.distribution == "zipf";
     try {
         return mx::bench::ycsb::run(options);

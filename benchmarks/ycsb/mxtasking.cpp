@@ -107,6 +107,7 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
     runtime_config.prefetch_distance = config.prefetch_distance;
     runtime_config.task_buffer_size = config.task_buffer;
     runtime_config.dynamic_prefetch = config.dynamic_prefetch;
+    runtime_config.work_stealing = config.work_stealing;
     tasking::Runtime runtime{runtime_config};
     index::blinktree::TreeConfig tree_config;
     tree_config.primitive = parse_primitive(config.primitive);

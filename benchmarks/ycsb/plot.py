@@ -23,7 +23,9 @@ def main():
     args = parser.parse_args()
     try:
         with open(args.csv, newline="") as handle:
-            rows = [row for row in csv.DictReader(handle) if row["metric"] == "throughput"]
+            # The phases of undisturbed runs only (scripts/demo.py adds *_disturbed rows).
+            rows = [row for row in csv.DictReader(handle)
+                    if row["metric"] == "throughput" and row["benchmark"] in dict(PHASES)]
     except (OSError, KeyError) as error:
         print(f"plot.py: cannot read {args.csv}: {error}", file=sys.stderr)
         return 1

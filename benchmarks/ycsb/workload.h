@@ -46,7 +46,7 @@ struct YcsbRequest {
 /// Gray et al.'s Zipfian generator as used by YCSB: ranks 0..n-1, rank 0 the most popular.
 class Zipfian {
 public:
-    Zipfian(std::uint64_t n, double theta) : _n(static_cast<double>(n)), _theta(theta) {
+    Zipfian(std::uint64_t n, double theta) : _n(static_cast<double>(n)) {
         double zeta_n = 0;
         for (std::uint64_t i = 1; i <= n; ++i) {
             zeta_n += 1.0 / std::pow(static_cast<double>(i), theta);
@@ -73,7 +73,6 @@ public:
 
 private:
     double _n;
-    double _theta;
     double _zeta_n{0};
     double _alpha{0};
     double _eta{0};
@@ -143,6 +142,7 @@ struct VariantConfig {
     bool prefetch_hints{true};
     std::uint32_t read_prefetch_eighths{index::blinktree::TreeConfig{}.read_prefetch_eighths};
     std::uint16_t bypass_min_level{index::blinktree::TreeConfig{}.bypass_min_level};
+    bool work_stealing{tasking::RuntimeConfig{}.work_stealing};
 };
 
 /// Wall time and TSC cycles around a phase.

@@ -15,18 +15,30 @@ ShapeParse parse_simulated_shape(std::string_view text) {
     if (x == std::string_view::npos) {
         return {std::nullopt, "topology '" + std::string{text} + "' must look like RxC, e.g. 2x1"};
     }
-    const auto parse = [](std::string_view part, unsigned &out) {
+    // Each part is a decimal number without sign or blanks; one too long for 64 bits is out of
+    // range like any other value above the limits below.
+    enum class Part : std::uint8_t { ok, malformed, too_large };
+    const auto parse = [](std::string_view part, std::uint64_t &out) {
         const auto *end = part.data() + part.size();
-        auto [ptr, ec] = std::from_chars(part.data(), end, out);
-        return ec == std::errc{} && ptr == end && !part.empty();
+        const auto [ptr, ec] = std::from_chars(part.data(), end, out);
+        if (part.empty() || ptr != end || (ec != std::errc{} && ec != std::errc::result_out_of_range)) {
+            return Part::malformed;
+        }
+        return ec == std::errc::result_out_of_range ? Part::too_large : Part::ok;
     };
-    unsigned regions = 0;
-    unsigned cores = 0;
-    if (!parse(text.substr(0, x), regions) || !parse(text.substr(x + 1), cores)) {
+    std::uint64_t regions = 0;
+    std::uint64_t cores = 0;
+    const Part regions_part = parse(text.substr(0, x), regions);
+    const Part cores_part = parse(text.substr(x + 1), cores);
+    if (regions_part == Part::malformed || cores_part == Part::malformed) {
         return {std::nullopt,
                 "topology '" + std::string{text} + "': R and C in RxC must be positive integers"};
     }
-    if (regions == 0 || cores == 0 || regions > 64 || regions * cores > 4096) {
+    // Each factor is checked before the product, so the product cannot overflow.
+    constexpr std::uint64_t max_regions = 64;
+    constexpr std::uint64_t max_cores = 4096;
+    if (regions_part == Part::too_large || cores_part == Part::too_large || regions == 0 || cores == 0 ||
+        regions > max_regions || cores > max_cores || regions * cores > max_cores) {
         return {std::nullopt, "topology '" + std::string{text} +
                                   "' is out of range (1-64 regions, at most 4096 cores in all)"};
     }

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include <mx/system/topology.h>
+#include <mx/tasking/runtime.h>
 
 namespace {
 
@@ -122,6 +123,28 @@ TEST(ParseSimulatedShapeTest, RejectsMalformedAndOutOfRange) {
         EXPECT_NE(parsed.error.find(quoted), std::string::npos)
             << "the message should quote the input: " << parsed.error;
     }
+}
+
+TEST(ParseSimulatedShapeTest, RejectsOutOfRangeBeforeTheProductOverflows) {
+    // 2 x 2147483649 wraps to 2 in 32 bits and 65536 x 65537 to 65536; the other values exceed
+    // one limit each, or 64 bits.
+    for (const std::string_view text :
+         {"2x2147483649", "65536x65537", "4294967297x1", "1x4294967297", "2x9223372036854775809", "1x4097",
+          "4096x2", "2x2049", "32x129", "99999999999999999999999x1", "1x99999999999999999999999"}) {
+        std::string quoted;
+        quoted.append("'").append(text).append("'");
+        SCOPED_TRACE(quoted);
+        const auto parsed = parse_simulated_shape(text);
+        EXPECT_FALSE(parsed.shape.has_value());
+        EXPECT_NE(parsed.error.find("out of range"), std::string::npos) << parsed.error;
+    }
+}
+
+TEST(ParseSimulatedShapeTest, RuntimeTurnsAnOverflowingShapeIntoConfigError) {
+    mx::tasking::RuntimeConfig config;
+    config.workers = 1;
+    config.topology = "2x2147483649";
+    EXPECT_THROW(mx::tasking::Runtime{config}, mx::tasking::ConfigError);
 }
 
 } // namespace

@@ -8,9 +8,11 @@
 
 namespace mx::tasking {
 
-/// Order of the tasks a worker spawns for itself. FIFO is the default and what the dataflow
-/// layer's barrier tasks rely on; LIFO runs the newest task first (depth-first), which keeps
-/// recursive fork/join (divide and conquer) from building a breadth-first frontier of tasks.
+/// Order in which a worker runs the tasks it spawned for itself. LIFO (the default) runs the
+/// newest first (depth-first), which keeps recursive fork/join (divide and conquer) from building
+/// a breadth-first frontier of tasks, and runs a task while the data its spawner just wrote is
+/// in cache; thieves take the oldest. FIFO runs them in spawn order (per producer, as long as no
+/// thief takes one). Nothing in the runtime or the layers above depends on either order.
 enum class LocalOrder : std::uint8_t { fifo, lifo };
 
 /// How to start a runtime. Every field has a sane default: `Runtime runtime{};` starts one
@@ -25,7 +27,7 @@ struct RuntimeConfig {
     /// cores each, mapped onto the real CPUs.
     std::string topology{};
     bool pin_workers{true};
-    LocalOrder local_order{LocalOrder::fifo};
+    LocalOrder local_order{LocalOrder::lifo};
     /// Tasks a worker moves from its pool into its buffer per round.
     std::uint32_t task_buffer_size{64};
     /// Static prefetch distance in tasks: before running task i the worker prefetches the

@@ -62,7 +62,8 @@ std::vector<FlowShape> flow_shapes() {
     return shapes;
 }
 
-/// Failure messages name the shape instead of dumping its bytes.
+/// Failure messages name the shape instead of dumping its bytes (GoogleTest looks for this name).
+// NOLINTNEXTLINE(readability-identifier-naming)
 [[maybe_unused]] void PrintTo(const FlowShape &shape, std::ostream *out) { *out << shape.name; }
 
 /// Starts a runtime of the parameter's shape and order before each test and, after it, waits for

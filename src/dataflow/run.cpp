@@ -1,15 +1,19 @@
-// Running a graph: the tasks of a run and the barrier protocol (docs/design/dataflow.md).
+// Running a graph: the tasks of a run and the counting protocol (docs/design/dataflow.md).
 //
 // Life of a node N in a run:
-//   1. Its inputs complete: every data predecessor completed (a source: its start() returned).
-//      The task that completed the last predecessor spawns the predecessors' deferred targeted
-//      tokens for N, then one barrier task for N per worker (targeted).
-//   2. A barrier task arriving at worker w re-spawns itself locally, behind every consume task of
-//      N already queued at w; when it runs again it decrements N's outstanding-worker count.
-//   3. The last worker's barrier runs the finalize parts as tasks, then the merge tree, then
-//      finalize(); then N is complete: successors whose inputs are now complete go to 1, pipelines
-//      whose dependencies are now complete start their sources.
+//   1. N's count holds one share per consume task of N spawned and not finished, plus one share
+//      per data predecessor not complete yet (a source: one share for its start task). Tasks that
+//      emit to N (or a source's start() dispatching to N) add their batch of consume tasks to the
+//      count before spawning it, while they still hold a share of N themselves (their node's, or
+//      the start task's), so the count cannot touch zero while anyone may still produce for N.
+//   2. Whoever takes the count to zero (the last consume task, the completing last predecessor,
+//      or the source's start task) ends N's consume phase: the finalize parts run as tasks, then
+//      the merge tree, then finalize(); then N is complete: it gives up its share of every
+//      successor's count (a successor whose count reaches zero goes on in a task of its own) and
+//      starts the pipelines whose dependencies are now complete.
+// Neither the order in which a worker runs its tasks nor the worker a task runs on matters.
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdint>
@@ -30,12 +34,11 @@ namespace mx::dataflow {
 
 namespace detail {
 
-namespace {
-
 using tasking::Task;
 using tasking::TaskContext;
 using tasking::TaskResult;
 
+/// One per token and node (emit() makes one per successor).
 class ConsumeTask final : public Task {
 public:
     ConsumeTask(NodeState &node, Token token) noexcept : _node(&node), _token(token) {
@@ -49,6 +52,10 @@ public:
         return TaskResult::remove();
     }
 
+    // The next task of the emitting callback's batch (FlowContext::flush); written and read only
+    // by that callback, before the task is spawned.
+    ConsumeTask *next_in_batch{nullptr};
+
 private:
     /// The node's prefetch callback, called by the worker's prefetch buffer before the task runs.
     static void prefetch_token(const Task &task) noexcept {
@@ -60,26 +67,21 @@ private:
     Token _token;
 };
 
-/// One per (node, worker). First run (arrived from the spawning worker, possibly through a remote
-/// queue): re-spawn at the back of this worker's local FIFO queue. Second run: every consume task
-/// of the node for this worker has run; count the worker as passed.
-class BarrierTask final : public Task {
-public:
-    explicit BarrierTask(NodeState &node) noexcept : _node(&node) {}
+namespace {
 
+/// Ends the consume phase of a node whose count reached zero when its last data predecessor
+/// completed. A task of its own (instead of a call) keeps a chain of such nodes from nesting
+/// their finalizations on one stack.
+class ConsumeEndTask final : public Task {
+public:
+    explicit ConsumeEndTask(NodeState &node) noexcept : _node(&node) {}
     TaskResult execute(TaskContext &context) noexcept override {
-        if (!_arrived) {
-            _arrived = true;
-            // Still annotated with this worker: the successor spawn pushes it to the local queue.
-            return TaskResult::successor(this);
-        }
-        _node->run->barrier_passed(*_node, context);
+        _node->run->consume_phase_done(*_node, context);
         return TaskResult::remove();
     }
 
 private:
     NodeState *_node;
-    bool _arrived{false};
 };
 
 class SourceStartTask final : public Task {
@@ -123,26 +125,16 @@ private:
     std::uint32_t _level;
 };
 
-/// Kickoff in two hops on one worker, with a marker in between: under FIFO the marker runs
-/// before the second hop; under LIFO after it. The runtime has no accessor for its local order,
-/// so the layer looks (two tiny tasks per run).
 class KickoffTask final : public Task {
 public:
     explicit KickoffTask(RunState &run) noexcept : _run(&run) {}
     TaskResult execute(TaskContext &context) noexcept override {
-        if (!_checked) {
-            _checked = true;
-            RunState *run = _run;
-            context.spawn([run] { run->fifo_marker(); });
-            return TaskResult::successor(this);
-        }
-        _run->kickoff_checked(context);
+        _run->kickoff(context);
         return TaskResult::remove();
     }
 
 private:
     RunState *_run;
-    bool _checked{false};
 };
 
 tasking::Annotation on_worker(std::uint16_t worker) noexcept {
@@ -170,10 +162,9 @@ RunState::RunState(tasking::Runtime &runtime, Graph &graph, std::vector<Pipeline
         for (const NodeId previous : graph.predecessors(id)) {
             state.predecessors.push_back(&_nodes[previous]);
         }
-        state.deferred = std::make_unique<DeferredSlot[]>(_workers);
-        state.pending_predecessors.store(static_cast<std::uint32_t>(state.predecessors.size()),
-                                         std::memory_order_relaxed);
-        state.outstanding_workers.store(_workers, std::memory_order_relaxed);
+        // One share per data predecessor; a source's start task holds the one share of a source.
+        state.outstanding.store(std::max<std::uint64_t>(state.predecessors.size(), 1U),
+                                std::memory_order_relaxed);
     }
     for (const Pipeline &pipeline : _plan) {
         PipelineState &state = _pipelines[pipeline.id];
@@ -194,22 +185,7 @@ RunState::RunState(tasking::Runtime &runtime, Graph &graph, std::vector<Pipeline
     _remaining_nodes.store(size + 1U, std::memory_order_relaxed); // + 1: the kickoff's share
 }
 
-void RunState::fifo_marker() noexcept {
-    if (_probe.load(std::memory_order_relaxed) == Probe::kickoff_first) {
-        // LIFO: the kickoff ran first and left the run to this task, the last one of it.
-        fail("dataflow: the runtime must run with RuntimeConfig::local_order = LocalOrder::fifo (the barrier "
-             "tasks rely on FIFO task pools)");
-        finish(true);
-        return;
-    }
-    _probe.store(Probe::marker_first, std::memory_order_relaxed);
-}
-
-void RunState::kickoff_checked(TaskContext &context) noexcept {
-    if (_probe.load(std::memory_order_relaxed) != Probe::marker_first) {
-        _probe.store(Probe::kickoff_first, std::memory_order_relaxed);
-        return;
-    }
+void RunState::kickoff(TaskContext &context) noexcept {
     for (const Pipeline &pipeline : _plan) {
         if (pipeline.depends_on.empty()) {
             start_pipeline(pipeline.id, context);
@@ -218,7 +194,7 @@ void RunState::kickoff_checked(TaskContext &context) noexcept {
     // The kickoff's own share of the remaining count: the run cannot end (and free this state)
     // while the loop above still walks the plan.
     if (_remaining_nodes.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        finish(false);
+        finish();
     }
 }
 
@@ -239,22 +215,28 @@ void RunState::start_source(NodeState &node, TaskContext &context) noexcept {
     if (!cancelled()) {
         FlowContext flow{context, *this, node, Phase::start};
         node.node->start(flow);
+        flow.flush(); // counted while the start task still holds its share
     }
-    // Same task, so the barriers travel behind every token start() dispatched (same queues).
-    open_barrier_round(node, context);
+    if (release_share(node)) {
+        consume_phase_done(node, context);
+    }
 }
 
 void RunState::consume(NodeState &node, Token token, TaskContext &context) noexcept {
     if (!cancelled()) [[likely]] {
         FlowContext flow{context, *this, node, Phase::consume};
         node.node->consume(flow, token);
+        flow.flush(); // counted at the successors while this task holds its node's share of them
     } else {
         node.node->discard(token);
     }
+    if (release_share(node)) {
+        consume_phase_done(node, context);
+    }
 }
 
-void RunState::spawn_consume(NodeState &node, Token token, const DispatchTarget *target,
-                             TaskContext &context) noexcept {
+ConsumeTask &RunState::make_consume(NodeState &node, Token token, const DispatchTarget *target,
+                                    TaskContext &context) noexcept {
     auto *task = context.new_task<ConsumeTask>(node, token);
     if (target != nullptr) {
         switch (target->kind()) {
@@ -272,34 +254,7 @@ void RunState::spawn_consume(NodeState &node, Token token, const DispatchTarget 
             break;
         }
     }
-    context.spawn(*task);
-}
-
-void RunState::open_barrier_round(NodeState &node, TaskContext &context) noexcept {
-    // Targeted tokens the predecessors emitted in their start/finalize phases go out from this
-    // task, so each travels the same (producer region -> worker) queue as the barrier for its
-    // worker, ahead of it.
-    for (NodeState *previous : node.predecessors) {
-        for (std::uint16_t w = 0; w < _workers; ++w) {
-            for (const Deferred &deferred : previous->deferred[w].tokens) {
-                spawn_consume(node, deferred.token, &deferred.target, context);
-            }
-        }
-    }
-    // Once the last barrier is out the node may complete and the run end on another worker:
-    // nothing of the run may be touched after it (hence the local copy of the worker count).
-    const std::uint16_t workers = _workers;
-    for (std::uint16_t w = 0; w < workers; ++w) {
-        auto *barrier = context.new_task<BarrierTask>(node);
-        barrier->annotate(on_worker(w));
-        context.spawn(*barrier);
-    }
-}
-
-void RunState::barrier_passed(NodeState &node, TaskContext &context) noexcept {
-    if (node.outstanding_workers.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        consume_phase_done(node, context);
-    }
+    return *task;
 }
 
 std::uint16_t RunState::checked_worker(std::uint32_t worker) const noexcept {
@@ -325,6 +280,7 @@ void RunState::run_part(NodeState &node, std::uint32_t part, TaskContext &contex
     if (!cancelled()) {
         FlowContext flow{context, *this, node, Phase::finalize_part};
         node.node->finalize_part(flow, part);
+        flow.flush();
     }
     if (node.outstanding_parts.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         start_merges(node, context);
@@ -365,6 +321,7 @@ void RunState::run_merge(NodeState &node, std::uint32_t into, std::uint32_t from
     if (!cancelled()) {
         FlowContext flow{context, *this, node, Phase::merge};
         node.node->merge(flow, into, from);
+        flow.flush();
     }
     // Find the merge this one's result feeds: the lowest level above with a merge at the parent
     // position (a left input without a right partner moves up unchanged).
@@ -389,6 +346,7 @@ void RunState::run_finalize(NodeState &node, TaskContext &context) noexcept {
     if (!cancelled()) {
         FlowContext flow{context, *this, node, Phase::finalize};
         node.node->finalize(flow);
+        flow.flush(); // counted at the successors before this node gives up its shares below
     }
     complete_node(node, context);
 }
@@ -400,8 +358,8 @@ void RunState::complete_node(NodeState &node, TaskContext &context) noexcept {
         own.finished = Clock::now();
     }
     for (NodeState *next : node.successors) {
-        if (next->pending_predecessors.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            open_barrier_round(*next, context);
+        if (release_share(*next)) {
+            context.spawn(*context.new_task<ConsumeEndTask>(*next));
         }
     }
     for (const std::uint32_t pipeline : node.dependents) {
@@ -411,11 +369,11 @@ void RunState::complete_node(NodeState &node, TaskContext &context) noexcept {
     }
     // Last: the decrement that reaches zero ends the run, and nothing may touch it afterwards.
     if (_remaining_nodes.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        finish(false);
+        finish();
     }
 }
 
-void RunState::finish(bool config_error) noexcept {
+void RunState::finish() noexcept {
     RunResult result;
     {
         const std::lock_guard lock{_cancel->mutex};
@@ -445,7 +403,6 @@ void RunState::finish(bool config_error) noexcept {
     }
     const std::lock_guard lock{completion->mutex};
     completion->result = std::move(result);
-    completion->config_error = config_error;
     completion->done = true;
     completion->finished.notify_all();
 }
@@ -460,27 +417,71 @@ std::uint16_t FlowContext::resolve_any() noexcept {
     return static_cast<std::uint16_t>(_next_any++ % _task->worker_count());
 }
 
+FlowContext::~FlowContext() {
+    MX_ASSERT(_batch_first == nullptr, "a FlowContext went away with consume tasks not spawned");
+}
+
+void FlowContext::batch(detail::ConsumeTask &task) noexcept {
+    if (_batch_last == nullptr) {
+        _batch_first = &task;
+    } else {
+        _batch_last->next_in_batch = &task;
+    }
+    _batch_last = &task;
+}
+
+void FlowContext::flush() noexcept {
+    if (_batch_first == nullptr) {
+        return;
+    }
+    // Counted before any task of the batch can run (and decrement); relaxed: the spawns below
+    // publish the tasks, and the caller still holds a share of every count it raises here, so no
+    // count is at zero (see NodeState::outstanding).
+    if (_batch_emitted > 0) {
+        for (detail::NodeState *next : _node->successors) {
+            next->outstanding.fetch_add(_batch_emitted, std::memory_order_relaxed);
+        }
+    }
+    if (_batch_dispatched > 0) {
+        _node->outstanding.fetch_add(_batch_dispatched, std::memory_order_relaxed);
+    }
+    detail::ConsumeTask *task = _batch_first;
+    _batch_first = nullptr;
+    _batch_last = nullptr;
+    _batch_emitted = 0;
+    _batch_dispatched = 0;
+    while (task != nullptr) {
+        detail::ConsumeTask *next = task->next_in_batch; // the task may be gone once spawned
+        _task->spawn(*task);
+        task = next;
+    }
+}
+
 void FlowContext::emit(Token token) noexcept {
+    if (_node->successors.empty()) {
+        return;
+    }
     for (detail::NodeState *next : _node->successors) {
-        detail::RunState::spawn_consume(*next, token, nullptr, *_task);
+        batch(detail::RunState::make_consume(*next, token, nullptr, *_task));
+    }
+    if (++_batch_emitted + _batch_dispatched >= batch_tokens) {
+        flush();
     }
 }
 
 void FlowContext::emit(Token token, DispatchTarget target) noexcept {
-    MX_ASSERT(_phase != Phase::consume,
-              "emit(token, target) from consume(): a remote task could overtake the successor's barrier");
     if (_node->successors.empty()) {
         return;
     }
     if (target.kind() == DispatchTarget::Kind::any) {
         target = DispatchTarget::worker(resolve_any());
     }
-    if (target.kind() == DispatchTarget::Kind::worker && target.id() == worker_id()) {
-        // This worker's local queue: the successors' barriers arrive here later and line up behind.
-        emit(token);
-        return;
+    for (detail::NodeState *next : _node->successors) {
+        batch(detail::RunState::make_consume(*next, token, &target, *_task));
     }
-    _node->deferred[worker_id()].tokens.push_back(detail::Deferred{token, target});
+    if (++_batch_emitted + _batch_dispatched >= batch_tokens) {
+        flush();
+    }
 }
 
 void FlowContext::dispatch(Token token, DispatchTarget target) noexcept {
@@ -488,7 +489,10 @@ void FlowContext::dispatch(Token token, DispatchTarget target) noexcept {
     if (target.kind() == DispatchTarget::Kind::any) {
         target = DispatchTarget::worker(resolve_any());
     }
-    detail::RunState::spawn_consume(*_node, token, &target, *_task);
+    batch(detail::RunState::make_consume(*_node, token, &target, *_task));
+    if (_batch_emitted + ++_batch_dispatched >= batch_tokens) {
+        flush();
+    }
 }
 
 void FlowContext::fail(std::string_view message) noexcept { _run->fail(message); }
@@ -528,9 +532,6 @@ RunResult RunHandle::wait() const {
     }
     std::unique_lock lock{_completion->mutex};
     _completion->finished.wait(lock, [this] { return _completion->done; });
-    if (_completion->config_error) {
-        throw tasking::ConfigError(_completion->result.error);
-    }
     return _completion->result;
 }
 

@@ -43,22 +43,8 @@ struct CancelState {
 struct Completion {
     std::mutex mutex;
     std::condition_variable finished;
-    bool done{false};         // guarded by mutex
-    bool config_error{false}; // guarded by mutex: the runtime was not FIFO (run() throws)
-    RunResult result;         // guarded by mutex
-};
-
-/// A targeted emit() waiting for its successors' barrier round (see open_barrier_round).
-struct Deferred {
-    Token token;
-    DispatchTarget target;
-};
-
-/// Per worker: written only by this node's tasks running on that worker (one at a time, so
-/// no lock), read by the tasks that open the successors' barrier rounds after this node
-/// completed (the completion counters order the accesses). Padded: workers write side by side.
-struct alignas(system::cache_line_size) DeferredSlot {
-    std::vector<Deferred> tokens;
+    bool done{false}; // guarded by mutex
+    RunResult result; // guarded by mutex
 };
 
 class RunState;
@@ -73,14 +59,16 @@ struct alignas(system::cache_line_size) NodeState {
     std::vector<NodeState *> successors;
     std::vector<NodeState *> predecessors;
     std::vector<std::uint32_t> dependents; // pipelines waiting for this node
-    std::unique_ptr<DeferredSlot[]> deferred;
 
-    // Counters, decremented by the tasks of the run (acq_rel: the decrement that reaches zero
-    // sees everything the other decrementers did before).
-    // Data predecessors not complete yet; the last one to complete opens the barrier round.
-    alignas(system::cache_line_size) std::atomic<std::uint32_t> pending_predecessors{0};
-    // Workers whose barrier task has not passed yet (one decrement per worker).
-    std::atomic<std::uint32_t> outstanding_workers{0};
+    // What keeps the consume phase open: the consume tasks of this node spawned and not finished,
+    // plus one share per data predecessor not complete yet (a source: one share for its start
+    // task). Set by the constructor. Raised (relaxed) by the tasks that emit/dispatch to this
+    // node, once per batch and before the batch's tasks are spawned, while the emitting task
+    // holds a share itself (its node's share of this one, or the start task's); lowered
+    // (acq_rel) by every finishing consume task, by each completing predecessor and by the start
+    // task. The decrement that reaches zero ends the consume phase: it happens once, because
+    // nothing can raise the count once the last share is gone (see docs/design/dataflow.md).
+    alignas(system::cache_line_size) std::atomic<std::uint64_t> outstanding{0};
     // Finalize parts not finished yet (one decrement per part).
     std::atomic<std::uint32_t> outstanding_parts{0};
     // Merge tree: inputs and levels, written before the first merge task is spawned; per
@@ -120,27 +108,24 @@ public:
     }
     static void release(Graph &graph) noexcept { graph._running.store(false, std::memory_order_release); }
 
-    /// Second hop of the first task of the run (after the FIFO probe): starts the pipelines
-    /// without dependencies.
-    void kickoff_checked(tasking::TaskContext &context) noexcept;
-    /// The probe task spawned locally before the second kickoff hop (see KickoffTask).
-    void fifo_marker() noexcept;
+    /// The first task of the run: starts the pipelines without dependencies.
+    void kickoff(tasking::TaskContext &context) noexcept;
 
-    /// Runs a source's start() (unless cancelled), then opens its barrier round.
+    /// Runs a source's start() (unless cancelled), then gives up the start task's share of the
+    /// source's count.
     void start_source(NodeState &node, tasking::TaskContext &context) noexcept;
-    /// The node's inputs are complete: spawn the deferred targeted tokens of its predecessors,
-    /// then one barrier task per worker.
-    void open_barrier_round(NodeState &node, tasking::TaskContext &context) noexcept;
-    /// A barrier task passed on its worker (second, local hop).
-    void barrier_passed(NodeState &node, tasking::TaskContext &context) noexcept;
+    /// One consume task: consume() (or discard() once cancelled), then its share of the count.
+    void consume(NodeState &node, Token token, tasking::TaskContext &context) noexcept;
+    /// The node's count reached zero: finalize parts, merge tree, finalize, completion.
+    void consume_phase_done(NodeState &node, tasking::TaskContext &context) noexcept;
     void run_part(NodeState &node, std::uint32_t part, tasking::TaskContext &context) noexcept;
     void run_merge(NodeState &node, std::uint32_t into, std::uint32_t from, std::uint32_t level,
                    tasking::TaskContext &context) noexcept;
-    void consume(NodeState &node, Token token, tasking::TaskContext &context) noexcept;
 
-    /// Spawns a consume task of `node` for `token`: locally, or at `target` (resolved).
-    static void spawn_consume(NodeState &node, Token token, const DispatchTarget *target,
-                              tasking::TaskContext &context) noexcept;
+    /// Creates (does not spawn) a consume task of `node` for `token`: without a target, or at
+    /// `target` (worker or region; DispatchTarget::any resolved by the caller).
+    static ConsumeTask &make_consume(NodeState &node, Token token, const DispatchTarget *target,
+                                     tasking::TaskContext &context) noexcept;
 
     [[nodiscard]] bool cancelled() const noexcept {
         return _cancel->cancelled.load(std::memory_order_acquire);
@@ -149,14 +134,19 @@ public:
 
 private:
     void start_pipeline(std::uint32_t pipeline, tasking::TaskContext &context) noexcept;
-    void consume_phase_done(NodeState &node, tasking::TaskContext &context) noexcept;
+    /// Gives up one share of the node's count (a finished consume task, a completed predecessor,
+    /// a source's start task). Returns whether it was the last: then the caller ends the consume
+    /// phase; otherwise it must not touch the run any more (it may have ended).
+    [[nodiscard]] static bool release_share(NodeState &node) noexcept {
+        return node.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1;
+    }
     void start_merges(NodeState &node, tasking::TaskContext &context) noexcept;
     void spawn_merge(NodeState &node, std::uint32_t into, std::uint32_t level,
                      tasking::TaskContext &context) noexcept;
     void run_finalize(NodeState &node, tasking::TaskContext &context) noexcept;
     void complete_node(NodeState &node, tasking::TaskContext &context) noexcept;
     /// Last step of the run: result, graph no longer running, on_done, wake waiters, delete this.
-    void finish(bool config_error) noexcept;
+    void finish() noexcept;
     [[nodiscard]] std::uint16_t checked_worker(std::uint32_t worker) const noexcept;
 
     // Set up by the constructor, read-only while the run is in flight.
@@ -174,10 +164,6 @@ private:
     alignas(system::cache_line_size) std::atomic<std::uint32_t> _remaining_nodes{0};
     // Round-robin placement of source start tasks (any task of the run).
     std::atomic<std::uint32_t> _next_start{0};
-    // Which of the FIFO marker and the second kickoff hop ran first. Written and read only by
-    // those two tasks, both on the kickoff worker (relaxed: one thread).
-    enum class Probe : std::uint8_t { pending, marker_first, kickoff_first };
-    std::atomic<Probe> _probe{Probe::pending};
 };
 
 } // namespace mx::dataflow::detail

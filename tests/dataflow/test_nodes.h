@@ -2,7 +2,7 @@
 
 // Synthetic operators for the dataflow tests. Each keeps its counters worker-local in plain
 // (non-atomic) fields that only the layer's ordering makes safe to read in finalize: under TSan a
-// missing happens-before edge in the barrier protocol shows up as a race, and a consume task that
+// missing happens-before edge in the counting protocol shows up as a race, and a consume task that
 // ran after finalize shows up as a "late" count.
 
 #include <atomic>
@@ -224,7 +224,7 @@ private:
     std::unique_ptr<Partial[]> _partials;
     std::vector<std::uint32_t> _merged_into; // written by merges into the index
     std::vector<std::uint32_t> _merged_away; // written by the merge folding the index away
-    // Set by finalize, read by consume tasks (a set flag there means a barrier let one through).
+    // Set by finalize, read by consume tasks (a set flag there means the node ended too early).
     std::atomic<bool> _finalized{false};
 };
 

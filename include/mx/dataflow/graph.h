@@ -4,8 +4,10 @@
 // into tasks. Nodes are operators (code run by tasks on one data item each), data edges stream
 // every item a node emits to its successors as new tasks, and marked dependencies (build before
 // probe) hold whole pipelines back until a node completed. The end of an operator is detected
-// with one barrier task per worker (FIFO task pools), not with a counter bumped by every task;
-// see docs/design/dataflow.md for the protocol and why it is correct.
+// by counting: per node the consume tasks in flight plus the predecessors still producing, one
+// atomic update per task (not per token). It relies neither on the order in which workers run
+// tasks nor on where they run; see docs/design/dataflow.md for the protocol and why it is
+// correct.
 
 #include <atomic>
 #include <chrono>
@@ -63,6 +65,7 @@ class Graph;
 namespace detail {
 class RunState;
 struct NodeState;
+class ConsumeTask;
 } // namespace detail
 
 /// Which callback of a node a FlowContext was handed to.
@@ -76,6 +79,10 @@ public:
     FlowContext(tasking::TaskContext &task, detail::RunState &run, detail::NodeState &node,
                 Phase phase) noexcept
         : _task(&task), _run(&run), _node(&node), _phase(phase), _next_any(task.worker_id()) {}
+    FlowContext(const FlowContext &) = delete;
+    FlowContext &operator=(const FlowContext &) = delete;
+    /// The layer flushes the batch of pending consume tasks before the context goes away.
+    ~FlowContext();
 
     /// The runtime's context, e.g. to allocate resources. Tasks spawned through it directly are
     /// not tracked by the layer: the node may complete before they ran.
@@ -87,33 +94,51 @@ public:
     [[nodiscard]] Phase phase() const noexcept { return _phase; }
     [[nodiscard]] Node &node() const noexcept;
 
-    /// Streams a token to every data successor as one new consume task each, on this worker
-    /// (the data the token names is likely in this worker's cache). Any phase.
+    /// Streams a token to every data successor as one new consume task each, without a target:
+    /// spawned on this worker (the data the token names is likely in its cache), where the
+    /// runtime may still move it to another worker. Any phase.
     void emit(Token token) noexcept;
     /// Streams a token to every data successor on a chosen worker or region (e.g. result
-    /// partitions). Not from consume(): only start, finalize parts, merges and finalize. The
-    /// tasks are spawned when the successor's inputs are complete (see the design doc: this keeps
-    /// them ahead of the successor's barrier tasks in the same queues).
+    /// partitions); the tasks are pinned there. DispatchTarget::any() picks workers round-robin.
+    /// Any phase.
     void emit(Token token, DispatchTarget target) noexcept;
     /// start() of a source only: one consume task of this node for the token, on the chosen
     /// worker/region/any (NUMA-aware placement of fragments).
     void dispatch(Token token, DispatchTarget target) noexcept;
 
     /// Records the first error of the run and cancels it: consume, start, finalize callbacks
-    /// not yet begun are skipped, barriers still flow so the run ends; run() returns ok=false
-    /// with the first message.
+    /// not yet begun are skipped, the run still ends (every node still completes, without its
+    /// callbacks); run() returns ok=false with the first message.
     void fail(std::string_view message) noexcept;
     /// Whether the run was cancelled (fail() or CancelToken::cancel()). Long callbacks may poll.
     [[nodiscard]] bool cancelled() const noexcept;
 
 private:
-    [[nodiscard]] std::uint16_t resolve_any() noexcept;
+    friend class detail::RunState;
 
+    /// Consume tasks are collected and spawned in batches: the counters of the nodes they feed
+    /// go up once per batch (before any task of it can run), not once per token.
+    static constexpr std::uint32_t batch_tokens = 64;
+
+    [[nodiscard]] std::uint16_t resolve_any() noexcept;
+    /// Appends a consume task to the batch (emission order).
+    void batch(detail::ConsumeTask &task) noexcept;
+    /// Adds the batch to the counters of the nodes it feeds, then spawns its tasks in the order
+    /// they were emitted. Called by the layer after every callback, before the task that ran it
+    /// gives up its own share of a counter.
+    void flush() noexcept;
+
+    // Everything below is private to the one callback (one thread).
     tasking::TaskContext *_task;
     detail::RunState *_run;
     detail::NodeState *_node;
     Phase _phase;
-    std::uint32_t _next_any; // round-robin cursor for DispatchTarget::any, private to this callback
+    std::uint32_t _next_any; // round-robin cursor for DispatchTarget::any
+    // The batch: consume tasks not spawned yet, linked in emission order.
+    detail::ConsumeTask *_batch_first{nullptr};
+    detail::ConsumeTask *_batch_last{nullptr};
+    std::uint32_t _batch_emitted{0};    // tokens for every successor (one task per successor each)
+    std::uint32_t _batch_dispatched{0}; // tokens for this node (dispatch())
 };
 
 /// An operator. Subclasses implement consume() and whichever phases they need. A node object
@@ -163,7 +188,8 @@ public:
     }
 
     /// Once, after every consume task, finalize part and merge finished; may emit. When it
-    /// returns the node is complete: successors' barriers start, dependent pipelines may start.
+    /// returns the node is complete: successors whose other inputs are complete may end their
+    /// consume phase, dependent pipelines may start.
     virtual void finalize(FlowContext & /*context*/) noexcept {}
 
     /// Per-node prefetch callback: called by the worker's prefetch buffer a few tasks before the
@@ -298,7 +324,9 @@ public:
     RunHandle() = default;
     void cancel(std::string_view reason = "cancelled") const noexcept { _cancel.cancel(reason); }
     [[nodiscard]] bool done() const noexcept;
-    /// Blocks until the run finished (from a thread outside the runtime's workers).
+    /// Blocks until the run finished and returns its result (errors of the run, cancellation
+    /// included, come back as ok = false). Throws std::logic_error only for misuse: a handle that
+    /// belongs to no run, or a call from inside a worker (it could deadlock).
     RunResult wait() const;
 
 private:
@@ -309,15 +337,16 @@ private:
 };
 
 /// Runs the graph and blocks until it finished. Call from a thread outside the runtime's
-/// workers; several graphs may run at once from different threads. Throws std::invalid_argument
-/// for an invalid graph (validate()), std::logic_error when the graph is already running or the
-/// runtime is stopped, tasking::ConfigError when the runtime does not use LocalOrder::fifo.
+/// workers; several graphs may run at once from different threads. Works with any runtime
+/// configuration (FIFO or LIFO local order, with or without work stealing). Throws
+/// std::invalid_argument for an invalid graph (validate()), std::logic_error when the graph is
+/// already running, the runtime is stopped or the caller is a worker; errors inside the run come
+/// back as ok = false.
 RunResult run(tasking::Runtime &runtime, Graph &graph, CancelToken cancel = {});
 
 /// Starts the graph without blocking; `on_done` (may be empty) runs on a worker once the run
 /// finished, after the graph is marked as not running (it may start the graph again). Throws like
-/// run() for invalid graphs, a running graph or a stopped runtime; a runtime without
-/// LocalOrder::fifo ends the run at once with ok=false and an error naming the setting.
+/// run() for invalid graphs, a running graph or a stopped runtime.
 RunHandle start(tasking::Runtime &runtime, Graph &graph, std::function<void(RunResult)> on_done = {},
                 CancelToken cancel = {});
 

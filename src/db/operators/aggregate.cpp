@@ -531,7 +531,7 @@ public:
 
 private:
     // Owner-private per worker: written by the consume tasks of that worker, then read and
-    // written by the finalize parts (ordered after every consume task by the barrier protocol;
+    // written by the finalize parts (ordered after every consume task by the dataflow layer;
     // part p touches partition p of every worker and nothing else). Padded: workers write side
     // by side.
     struct alignas(system::cache_line_size) WorkerState {

@@ -218,6 +218,7 @@ TEST(CoroutineTask, ParkedTasksResumeRoundRobinWithTheNewcomerLast) {
     RuntimeConfig config;
     config.workers = 1;
     config.coroutine_group_size = group;
+    config.local_order = mx::tasking::LocalOrder::fifo; // the tasks start in spawn order
     Runtime runtime{config};
     std::vector<int> log;
     log.reserve(4096);

@@ -113,6 +113,8 @@ TEST_P(DispatchTest, OutsideSpawnsToExplicitWorkerRunInSpawnOrder) {
 /// Every worker and two outside threads spawn numbered tasks to one consumer worker at the same
 /// time; per producer, the consumer must see the numbers in order.
 TEST_P(DispatchTest, RemoteSpawnsKeepOrderPerProducer) {
+    // The consumer's own spawns to itself are local: FIFO and unstolen only in static dispatch.
+    start_runtime(without_stealing(shape_config()));
     const std::uint32_t count = scaled(1500);
     const std::uint16_t n = workers();
     const auto consumer = static_cast<std::uint16_t>(n - 1);
@@ -259,7 +261,10 @@ void check_priority_order(mx::tasking::Runtime &runtime, PrioritySource source) 
     }
 }
 
-TEST_P(DispatchTest, PrioritiesOrderLocalQueue) { check_priority_order(runtime(), PrioritySource::local); }
+TEST_P(DispatchTest, PrioritiesOrderLocalQueue) {
+    start_runtime(without_stealing(shape_config()));
+    check_priority_order(runtime(), PrioritySource::local);
+}
 
 TEST_P(DispatchTest, PrioritiesOrderQueueFromOutsideThread) {
     check_priority_order(runtime(), PrioritySource::outside_thread);

@@ -105,6 +105,7 @@ std::vector<std::pair<int, int>> run_probes(const RuntimeConfig &config, std::ui
 TEST(WorkerPrefetch, StaticDistancePrefetchesTaskIPlusD) {
     RuntimeConfig config;
     config.workers = 1;
+    config.local_order = mx::tasking::LocalOrder::fifo; // the probes run in spawn order
     config.prefetch_distance = 3;
     const auto log = run_probes(config, 0);
     ASSERT_EQ(log.size(), 8U);
@@ -125,6 +126,7 @@ TEST(WorkerPrefetch, OffMeansNoPrefetch) {
 TEST(WorkerPrefetch, DynamicDistanceFollowsAnnotatedRunTimes) {
     RuntimeConfig config;
     config.workers = 1;
+    config.local_order = mx::tasking::LocalOrder::fifo; // the probes run in spawn order
     config.dynamic_prefetch = true;
     config.load_latency_cycles = 250; // one line per probe: 250 cycles to cover
     // Probes annotated with 100 cycles each: three tasks ahead (300 >= 250).

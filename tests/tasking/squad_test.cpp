@@ -189,6 +189,7 @@ TEST_P(SquadTest, SquadPublishedFromATaskRunsNextOnThatWorker) {
     for (const bool stealing : {false, true}) {
         RuntimeConfig config = with_workers(workers);
         config.work_stealing = stealing;
+        config.local_order = mx::tasking::LocalOrder::fifo; // the plain tasks in spawn order
         Runtime runtime{config};
         Squad squad;
         constexpr int squad_tasks = 40;

@@ -129,8 +129,8 @@ def test_syntax_position():
           "position in the whole -c text", code, out, err)
 
 
-def long_setup(rows=40000):
-    # 4e7 join pairs; with --morsel-rows 256 every probe task is short, so cancel takes effect fast.
+def long_setup(rows=80000):
+    # 1.6e8 join pairs; with --morsel-rows 256 every probe task is short, so cancel takes effect fast.
     values = ", ".join(f"({i}, {i % 40})" for i in range(rows))
     return (f"CREATE TABLE t (a INTEGER NOT NULL, k INTEGER NOT NULL);\nINSERT INTO t VALUES {values};\n",
             "SELECT count(*), sum(x.a + y.a) FROM t x JOIN t y ON x.k = y.k;\n")

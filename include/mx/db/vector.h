@@ -170,6 +170,9 @@ struct Batch {
     std::uint32_t rows{0};
     bool all_selected{true};
     std::vector<std::uint32_t> selection;
+    /// Position of the batch in an ordered stream (a sort's output, 0, 1, ...), which consume
+    /// tasks may run in any order and on any worker; 0 in unordered streams.
+    std::uint64_t sequence{0};
 
     [[nodiscard]] std::uint32_t count() const noexcept {
         return all_selected ? rows : static_cast<std::uint32_t>(selection.size());

@@ -1,8 +1,9 @@
-// LIMIT / OFFSET. Over a sort the limit is folded into the sort (top-N). Otherwise each batch
-// claims the positions of its rows with one fetch_add on a shared counter and keeps the rows
-// whose positions fall into [offset, offset + limit): over ordered input (consumed FIFO on one
-// worker) that is exactly SQL's first rows; over unordered input it is some rows, which is all
-// SQL promises there.
+// LIMIT / OFFSET. Over a sort the limit is folded into the sort (top-N). Over unordered input
+// each batch claims the positions of its rows with one fetch_add on a shared counter and keeps
+// the rows whose positions fall into [offset, offset + limit): some rows, which is all SQL
+// promises there. Over other ordered input (a stage after a sort) the consume tasks may run in
+// any order, so they only collect the batches, and finalize keeps SQL's first rows in sequence
+// order and emits them numbered as they came.
 
 #include <algorithm>
 #include <atomic>
@@ -31,17 +32,56 @@ constexpr std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) noexcep
 
 class LimitNode final : public BatchNode {
 public:
-    LimitNode(std::optional<std::uint64_t> limit, std::uint64_t offset)
+    LimitNode(std::optional<std::uint64_t> limit, std::uint64_t offset, bool ordered)
         : BatchNode("limit"), _limit(limit), _offset(offset),
-          _end(limit ? saturating_add(offset, *limit) : std::numeric_limits<std::uint64_t>::max()) {}
+          _end(limit ? saturating_add(offset, *limit) : std::numeric_limits<std::uint64_t>::max()),
+          _ordered(ordered) {}
 
-    void prepare(std::uint16_t /*workers*/, std::uint16_t /*regions*/) override {
+    void prepare(std::uint16_t workers, std::uint16_t /*regions*/) override {
         _position.store(0, std::memory_order_relaxed);
+        if (_ordered) {
+            _collected = std::make_unique<Collected[]>(workers);
+            _worker_count = workers;
+        }
     }
 
     void consume_batch(FlowContext &context, std::unique_ptr<Batch> batch) noexcept override {
+        if (_ordered) {
+            _collected[context.worker_id()].batches.push_back(std::move(batch));
+            return;
+        }
+        const std::uint64_t start = _position.fetch_add(batch->count(), std::memory_order_relaxed);
+        keep(context, std::move(batch), start);
+    }
+
+    void finalize(FlowContext &context) noexcept override {
+        if (!_ordered) {
+            return;
+        }
+        std::vector<std::unique_ptr<Batch>> batches;
+        for (std::uint16_t w = 0; w < _worker_count; ++w) {
+            for (auto &batch : _collected[w].batches) {
+                batches.push_back(std::move(batch));
+            }
+            _collected[w].batches.clear();
+        }
+        std::sort(batches.begin(), batches.end(),
+                  [](const auto &a, const auto &b) { return a->sequence < b->sequence; });
+        std::uint64_t start = 0;
+        for (auto &batch : batches) {
+            const std::uint32_t count = batch->count();
+            if (start >= _end) {
+                break;
+            }
+            keep(context, std::move(batch), start);
+            start += count;
+        }
+    }
+
+    /// Emits the rows of `batch` (whose first row is at position `start`) that fall into the
+    /// result.
+    void keep(FlowContext &context, std::unique_ptr<Batch> batch, std::uint64_t start) noexcept {
         const std::uint32_t count = batch->count();
-        const std::uint64_t start = _position.fetch_add(count, std::memory_order_relaxed);
         const std::uint64_t end = start + count;
         if (end <= _offset || start >= _end) {
             return;
@@ -77,6 +117,14 @@ private:
     std::optional<std::uint64_t> _limit;
     std::uint64_t _offset;
     std::uint64_t _end; // first position past the result
+    bool _ordered;      // the input is a numbered (sorted) stream
+    // Ordered input: per worker, appended by that worker's consume tasks, read by finalize()
+    // (ordered after every consume task by the layer). Padded: workers write side by side.
+    struct alignas(system::cache_line_size) Collected {
+        std::vector<std::unique_ptr<Batch>> batches;
+    };
+    std::unique_ptr<Collected[]> _collected;
+    std::uint16_t _worker_count{0};
     // Rows that reached the limit so far: fetch_add by every consume task (any worker). Relaxed:
     // only the claimed ranges matter, they never overlap.
     alignas(system::cache_line_size) std::atomic<std::uint64_t> _position{0};
@@ -96,7 +144,7 @@ Compiled compile_limit(Compiler &compiler, const PlanNode &node) {
         return compile_sort_with(compiler, child, limit, saturating_add(child.offset, node.offset));
     }
     const Compiled input = compile(compiler, child);
-    auto &limit = compiler.graph.add<LimitNode>(node.limit, node.offset);
+    auto &limit = compiler.graph.add<LimitNode>(node.limit, node.offset, input.ordered);
     compiler.graph.connect(input.output, limit.id());
     return Compiled{limit.id(), input.ordered};
 }

@@ -103,7 +103,7 @@ Compiled compile_stage(Compiler &compiler, const PlanNode &node, std::unique_ptr
     }
     auto &stage_node = compiler.graph.add<StageNode>(name, std::move(stage));
     compiler.graph.connect(input.output, stage_node.id());
-    // Consumed on the worker that emitted (FIFO) and emitted locally: the order survives.
+    // A stage keeps each batch (and its sequence number): the order survives.
     return Compiled{stage_node.id(), input.ordered};
 }
 

@@ -157,9 +157,8 @@ struct Compiler {
 /// The dataflow node that emits the output batches of a compiled plan node.
 struct Compiled {
     dataflow::NodeId output{0};
-    /// The node emits its batches in the plan's order, all from one task (a sort): consumers
-    /// that care (limit, the result sink) see them in order because they are consumed on that
-    /// worker's FIFO queue.
+    /// The node emits its batches numbered in the plan's order (Batch::sequence; a sort, or a
+    /// stage or limit after one): consumers that care (limit, the result sink) restore it.
     bool ordered{false};
 };
 

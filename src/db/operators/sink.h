@@ -2,9 +2,10 @@
 
 // The result sink: the last node of every query graph. Its consume tasks keep the batches they
 // receive in a list of the worker they run on; after the run the executor turns them into rows.
-// An ordered input (a sort) arrives from one task on one worker, so it lands in one list in emit
-// order; unordered inputs may interleave the lists in any way.
+// The batches of an ordered input (a sort) may arrive on any worker in any order: rows() puts
+// them back in the order of their sequence numbers (unordered inputs all carry 0).
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -29,11 +30,19 @@ public:
         _batches[context.worker_id()].batches.push_back(std::move(batch));
     }
 
-    /// The collected rows (call after the run), worker by worker.
+    /// The collected rows (call after the run), in sequence order, worker by worker within it.
     [[nodiscard]] std::vector<std::vector<Value>> rows() const {
-        std::vector<std::vector<Value>> result;
+        std::vector<const Batch *> batches;
         for (std::uint16_t w = 0; w < _worker_count; ++w) {
             for (const auto &batch : _batches[w].batches) {
+                batches.push_back(batch.get());
+            }
+        }
+        std::stable_sort(batches.begin(), batches.end(),
+                         [](const Batch *a, const Batch *b) { return a->sequence < b->sequence; });
+        std::vector<std::vector<Value>> result;
+        {
+            for (const Batch *batch : batches) {
                 const std::uint32_t count = batch->count();
                 for (std::uint32_t i = 0; i < count; ++i) {
                     const std::uint32_t row = batch->row(i);

@@ -1,7 +1,7 @@
 // ORDER BY: consume tasks copy their rows into a run of the worker they run on (no shared
 // buffer); finalize parts sort the runs in parallel (one per worker); finalize merges the sorted
-// runs (k-way) and emits the result in order from its one task, so the consumers, queued FIFO on
-// that worker, see the batches in order.
+// runs (k-way) and emits the result numbered in order (Batch::sequence): its consumers may run
+// on any worker in any order, and those that care (limit, the result sink) restore the order.
 //
 // With a LIMIT (top-N, N = limit + offset) a run never keeps much more than N rows: once it
 // holds 2N (at least N + 1024) it is cut down to its N best rows, and from then on rows that do
@@ -134,6 +134,7 @@ public:
 
     /// k-way merge of the sorted runs, emitted in order from this one task.
     void finalize(FlowContext &context) noexcept override {
+        std::uint64_t sequence = 0;
         std::vector<std::vector<ColumnData>> data(_worker_count);
         std::vector<std::size_t> head(_worker_count, 0);
         std::uint64_t total = 0;
@@ -188,6 +189,7 @@ public:
             ++filled;
             --wanted;
             if (filled == batch->rows) {
+                batch->sequence = sequence++;
                 emit(context, std::move(batch));
                 batch = nullptr;
             }

@@ -1417,7 +1417,9 @@ void RuntimeCore::publish(Squad *const *squads, std::size_t count, Worker *calle
 
 void RuntimeCore::spawn_external(Task &task) noexcept {
     if (_closed.load(std::memory_order_seq_cst)) [[unlikely]] {
-        // Stopped or stopping: refused. The runtime's own tasks are freed; the caller keeps its own.
+        // Stopped or stopping: refused. The runtime's own tasks are freed; the caller keeps its
+        // own. A spawn that passed this check just before stop() closed the door may land after
+        // the drain: it stays queued for the next start().
         if (task.is_runtime_owned()) {
             destroy_external(task);
         }

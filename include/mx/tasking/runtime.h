@@ -129,7 +129,8 @@ public:
     /// Stops and joins the workers. Tasks still queued are destroyed if runtime-owned (user-owned
     /// ones are unlinked and may be spawned again). From the moment stop() begins until start(),
     /// spawns from threads outside the workers are refused: a runtime-owned task is destroyed at
-    /// once, a user-owned one is not queued. So stop() returns even while others keep spawning.
+    /// once, a user-owned one is not queued (a spawn racing with the start of stop() may instead
+    /// stay queued for the next start()). So stop() returns even while others keep spawning.
     void stop() noexcept;
     /// False after stop() and as soon as a task returned TaskResult::stop().
     [[nodiscard]] bool running() const noexcept { return _core->running(); }

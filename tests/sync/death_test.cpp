@@ -51,8 +51,7 @@ void write_through_read_only(Primitive primitive) {
 }
 
 TEST_F(SyncDeathTest, WritingToAReadOnlyAnnotatedObjectAsserts) {
-    for (const Primitive primitive :
-         {Primitive::spinlock, Primitive::rw_latch, Primitive::scheduling}) {
+    for (const Primitive primitive : {Primitive::spinlock, Primitive::rw_latch, Primitive::scheduling}) {
         EXPECT_DEATH(write_through_read_only(primitive), "task annotated read_only modified its resource")
             << mx::sync::to_string(primitive);
     }
@@ -95,20 +94,6 @@ TEST_F(SyncDeathTest, SpawningFromAnOptimisticReaderAsserts) {
             runtime.wait();
         },
         "return successors via TaskResult instead of spawning");
-}
-
-TEST_F(SyncDeathTest, ForcingAResourceOntoAMissingWorkerInsideATaskAsserts) {
-    EXPECT_DEATH(
-        {
-            Runtime runtime{two_workers()};
-            runtime.spawn([](TaskContext &context) {
-                mx::tasking::ResourceAnnotation annotation;
-                annotation.worker = 7;
-                static_cast<void>(context.new_resource<Pair>(annotation, std::uint64_t{0}));
-            });
-            runtime.wait();
-        },
-        "resource forced onto a missing worker");
 }
 
 #else

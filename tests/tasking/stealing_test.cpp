@@ -211,7 +211,8 @@ TEST_P(StealingTest, ScheduledTasksNeverOverlapAndKeepOrderWhileDomainsMove) {
     }
     for (std::uint32_t i = 0; i < per_producer; ++i) {
         const ResourcePtr resource = resources[(i * 3U) % resources.size()];
-        runtime().spawn(make_step(resource, n, i + 1U), Annotation{.resource = resource, .access = AccessMode::write});
+        runtime().spawn(make_step(resource, n, i + 1U),
+                        Annotation{.resource = resource, .access = AccessMode::write});
     }
     if (n > 1) {
         // Everything but worker 0's own producer can run while worker 0 is held.
@@ -239,8 +240,9 @@ TEST_P(StealingTest, OutOfRangeTargetsAreTakenModuloTheCount) {
     const auto regions_of = workers_by_region();
     const auto check = [&](std::uint16_t expected_worker, std::uint8_t expected_region) {
         return [&, expected_worker, expected_region](TaskContext &context) {
-            const bool ok = expected_worker != mx::tasking::any_worker ? context.worker_id() == expected_worker
-                                                                        : context.numa_region() == expected_region;
+            const bool ok = expected_worker != mx::tasking::any_worker
+                                ? context.worker_id() == expected_worker
+                                : context.numa_region() == expected_region;
             wrong.fetch_add(ok ? 0U : 1U, std::memory_order_relaxed);
             ran.fetch_add(1, std::memory_order_relaxed);
         };

@@ -226,7 +226,8 @@ TEST_P(SquadTest, SquadPublishedFromATaskRunsNextOnThatWorker) {
         ASSERT_EQ(squad_order.size(), static_cast<std::size_t>(squad_tasks));
         for (int i = 0; i < squad_tasks; ++i) {
             EXPECT_EQ(squad_order[static_cast<std::size_t>(i)].first, i) << "squad task out of order";
-            EXPECT_EQ(squad_order[static_cast<std::size_t>(i)].second, 0) << "squad left the publishing worker";
+            EXPECT_EQ(squad_order[static_cast<std::size_t>(i)].second, 0)
+                << "squad left the publishing worker";
         }
         if (!stealing) {
             for (int i = 0; i < squad_tasks; ++i) {

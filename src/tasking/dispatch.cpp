@@ -6,8 +6,8 @@
 namespace mx::tasking::detail {
 
 std::uint32_t Worker::fill() noexcept {
-    Task **buffer = _buffer.data();
-    const auto capacity = static_cast<std::uint32_t>(_buffer.size());
+    Task **buffer = _buffer.tasks.data();
+    const auto capacity = static_cast<std::uint32_t>(_buffer.capacity());
     for (std::size_t priority = 0; priority < priority_count; ++priority) {
         std::uint32_t count = _pool.take_local(priority, buffer, capacity);
         if (count < capacity && !_domains.empty()) {
@@ -26,11 +26,11 @@ std::uint32_t Worker::fill() noexcept {
 void Worker::put_back_buffer() noexcept {
     // In reverse, each to the front: the tasks keep their order for the next start().
     IntrusiveQueue<Task> chains[priority_count];
-    for (std::uint32_t i = _buffer_position; i < _buffer_size; ++i) {
-        chains[static_cast<std::size_t>(_buffer[i]->priority())].push_back(*_buffer[i]);
+    for (std::uint32_t i = _buffer.position; i < _buffer.size; ++i) {
+        chains[static_cast<std::size_t>(_buffer.tasks[i]->priority())].push_back(*_buffer.tasks[i]);
     }
     _pool.prepend_pinned(chains);
-    _buffer_size = _buffer_position = 0;
+    _buffer.size = _buffer.position = 0;
     release_domains();
 }
 

@@ -45,7 +45,7 @@ void Worker::sleep() noexcept {
     // Threads in wait() spin a little and then sleep; going to sleep is the moment to tell them.
     _core->notify_idle();
     // Worker 0 also reclaims what outside threads retired: it must not sleep on that either.
-    if (_retired.empty() && !(_id == 0 && _core->external_retired_pending())) {
+    if (_reclamation.retired.empty() && !(_id == 0 && _core->external_retired_pending())) {
         while (_shared.sleeping.load(std::memory_order_acquire) == 1) {
             futex_wait(_shared.sleeping, 1, nullptr);
         }

@@ -3,8 +3,6 @@
 
 #include "mx/tasking/runtime.h"
 
-#include "reclamation.h"
-
 #include <chrono>
 #include <mutex>
 
@@ -29,24 +27,25 @@ std::unique_ptr<Task> make_reclaim_task(Worker &worker) { return std::make_uniqu
 
 void Worker::retire(void *object, void (*deleter)(void *) noexcept) noexcept {
     bump(_shared.retired);
-    if (!_reclamation) {
+    if (!_reclamation.enabled) {
         deleter(object);
         bump(_shared.reclaimed);
         return;
     }
-    _retired.push_back(Retired{object, deleter, _core->global_epoch()});
+    _reclamation.retired.push_back(Retired{object, deleter, _core->global_epoch()});
 }
 
 void Worker::epoch_duties() noexcept {
-    _tasks_since_epoch_check = 0;
-    if (!_reclamation) {
+    _reclamation.tasks_since_epoch_check = 0;
+    if (!_reclamation.enabled) {
         return;
     }
     _core->try_advance_epoch();
-    if (!_reclaim_pending && !_retired.empty() && _retired.front().epoch < _core->global_epoch()) {
+    if (!_reclamation.pending && !_reclamation.retired.empty() &&
+        _reclamation.retired.front().epoch < _core->global_epoch()) {
         // Reclamation runs as a (low-priority) task of this worker.
-        _reclaim_pending = true;
-        spawn(*_reclaim_task);
+        _reclamation.pending = true;
+        spawn(*_reclamation.task);
     }
     if (_id == 0) {
         _core->reclaim_external();
@@ -54,27 +53,27 @@ void Worker::epoch_duties() noexcept {
 }
 
 void Worker::reclaim_now() noexcept {
-    _reclaim_pending = false;
+    _reclamation.pending = false;
     const std::uint64_t below = _core->reclaimable_below();
     std::size_t kept = 0;
-    for (std::size_t i = 0; i < _retired.size(); ++i) {
-        const Retired &entry = _retired[i];
+    for (std::size_t i = 0; i < _reclamation.retired.size(); ++i) {
+        const Retired &entry = _reclamation.retired[i];
         if (entry.epoch < below) {
             entry.deleter(entry.object);
             bump(_shared.reclaimed);
         } else {
-            _retired[kept++] = entry;
+            _reclamation.retired[kept++] = entry;
         }
     }
-    _retired.resize(kept);
+    _reclamation.retired.resize(kept);
 }
 
 void Worker::reclaim_all() noexcept {
-    for (const Retired &entry : _retired) {
+    for (const Retired &entry : _reclamation.retired) {
         entry.deleter(entry.object);
         bump(_shared.reclaimed);
     }
-    _retired.clear();
+    _reclamation.retired.clear();
 }
 
 bool RuntimeCore::drained(std::uint32_t buckets) const noexcept {

@@ -63,7 +63,7 @@ std::uint32_t Worker::steal_tasks_from(Worker &victim) noexcept {
         // Half of what waits there (at most half a buffer): fewer trips for a long queue, and
         // the victim keeps work of its own.
         const auto wanted = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
-            queued / 2, 1, std::max<std::int64_t>(1, static_cast<std::int64_t>(_buffer.size() / 2))));
+            queued / 2, 1, std::max<std::int64_t>(1, static_cast<std::int64_t>(_buffer.capacity() / 2))));
         std::uint32_t count = 0;
         for (std::uint32_t attempt = 0; attempt < wanted; ++attempt) {
             Task *task = deque.steal();
@@ -76,7 +76,7 @@ std::uint32_t Worker::steal_tasks_from(Worker &victim) noexcept {
                 victim.push_remote(*task, _region);
                 continue;
             }
-            _buffer[count++] = task;
+            _buffer.tasks[count++] = task;
         }
         if (count > 0) {
             bump(_shared.stolen_tasks, count);

@@ -6,7 +6,6 @@
 
 #include "mx/system/memory_latency.h"
 #include "mx/tasking/detail/prefetch.h"
-#include "reclamation.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -30,39 +29,36 @@ void out_of_task_memory() noexcept {
 
 Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu,
                memory::RegionHeap &heap, const RuntimeConfig &config)
-    : _core(&core), _id(id), _region(region), _cpu(cpu), _prefetch_distance(config.prefetch_distance),
-      _dynamic_prefetch(config.dynamic_prefetch),
-      _load_latency_cycles(config.load_latency_cycles != 0 ? config.load_latency_cycles
-                           : config.dynamic_prefetch       ? system::load_latency_cycles()
-                                                           : 0),
-      _idle_spin_cycles(config.idle_spin_cycles), _configured_group_size(config.coroutine_group_size),
+    : _core(&core), _id(id), _region(region), _cpu(cpu), _idle_spin_cycles(config.idle_spin_cycles),
       _lifo(config.local_order == LocalOrder::lifo), _stealing(config.work_stealing),
-      _optimistic_retries(config.optimistic_retries),
-      _epoch_check_tasks(std::max<std::uint32_t>(1, config.epoch_check_tasks)),
-      _reclamation(config.memory_reclamation), _allocator(heap, config.allocator_batch),
+      _optimistic_retries(config.optimistic_retries), _allocator(heap, config.allocator_batch),
       _pool(core.region_count(), config.work_stealing, config.local_order == LocalOrder::lifo),
-      _buffer(config.task_buffer_size, nullptr), _expected_cycles(config.task_buffer_size),
-      _prefetch_cycles(config.task_buffer_size), _prefetch_slots(config.task_buffer_size),
-      _steal_state((std::uint32_t{id} + 1U) * 2654435761U | 1U), _reclaim_task(make_reclaim_task(*this)) {}
+      _buffer(config, config.load_latency_cycles != 0 ? config.load_latency_cycles
+                      : config.dynamic_prefetch       ? system::load_latency_cycles()
+                                                      : 0),
+      _group(config.coroutine_group_size),
+      _reclamation(config.memory_reclamation, std::max<std::uint32_t>(1, config.epoch_check_tasks),
+                   make_reclaim_task(*this)),
+      _steal_state((std::uint32_t{id} + 1U) * 2654435761U | 1U) {}
 
 void Worker::run() noexcept {
     tls_worker = this;
     while (!_core->stop_requested()) {
-        _buffer_size = fill();
-        _buffer_position = 0;
-        _local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
-        if (_buffer_size == 0 && _group_size == 0 && _stealing) {
-            _buffer_size = steal();
+        _buffer.size = fill();
+        _buffer.position = 0;
+        _reclamation.local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
+        if (_buffer.size == 0 && _group.size() == 0 && _stealing) {
+            _buffer.size = steal();
         }
-        if (_buffer_size == 0) {
-            if (_group_size > 0) {
+        if (_buffer.size == 0) {
+            if (_group.size() > 0) {
                 resume_group_round(); // nothing new: keep the parked coroutines going
             } else {
                 idle();
             }
             continue;
         }
-        if (_dynamic_prefetch) {
+        if (_buffer.dynamic) {
             run_buffer_dynamic();
         } else {
             run_buffer_static();
@@ -76,17 +72,17 @@ void Worker::run() noexcept {
 void Worker::run_buffer_static() noexcept {
     // Filling the buffer read every descriptor (the queue links), so only the annotated data
     // needs prefetching: the first `distance` tasks now, then task i + distance before task i.
-    const std::uint32_t distance = _prefetch_distance;
+    const std::uint32_t distance = _buffer.distance;
     if (distance > 0) {
-        for (std::uint32_t i = 0; i < std::min(distance, _buffer_size); ++i) {
-            prefetch_task_data(*_buffer[i]);
+        for (std::uint32_t i = 0; i < std::min(distance, _buffer.size); ++i) {
+            prefetch_task_data(*_buffer.tasks[i]);
         }
     }
-    while (_buffer_position < _buffer_size) {
-        if (distance > 0 && _buffer_position + distance < _buffer_size) {
-            prefetch_task_data(*_buffer[_buffer_position + distance]);
+    while (_buffer.position < _buffer.size) {
+        if (distance > 0 && _buffer.position + distance < _buffer.size) {
+            prefetch_task_data(*_buffer.tasks[_buffer.position + distance]);
         }
-        execute(*_buffer[_buffer_position++]);
+        execute(*_buffer.tasks[_buffer.position++]);
         if (_core->stop_requested()) [[unlikely]] {
             return;
         }
@@ -94,19 +90,19 @@ void Worker::run_buffer_static() noexcept {
 }
 
 void Worker::run_buffer_dynamic() noexcept {
-    for (std::uint32_t i = 0; i < _buffer_size; ++i) {
-        _expected_cycles[i] = expected_cycles(*_buffer[i]);
-        _prefetch_cycles[i] = prefetch_lines(*_buffer[i]) * _load_latency_cycles;
+    for (std::uint32_t i = 0; i < _buffer.size; ++i) {
+        _buffer.expected_cycles[i] = _buffer.expected_cycles_of(*_buffer.tasks[i]);
+        _buffer.prefetch_cycles[i] = prefetch_lines(*_buffer.tasks[i]) * _buffer.load_latency_cycles;
     }
-    compute_prefetch_slots(_expected_cycles.data(), _prefetch_cycles.data(), _buffer_size,
-                           _prefetch_slots.data());
+    compute_prefetch_slots(_buffer.expected_cycles.data(), _buffer.prefetch_cycles.data(), _buffer.size,
+                           _buffer.prefetch_slots.data());
     std::uint32_t next_prefetch = 0;
-    while (_buffer_position < _buffer_size) {
-        while (next_prefetch < _buffer_size && _prefetch_slots[next_prefetch] <= _buffer_position) {
-            prefetch_task_data(*_buffer[next_prefetch++]);
+    while (_buffer.position < _buffer.size) {
+        while (next_prefetch < _buffer.size && _buffer.prefetch_slots[next_prefetch] <= _buffer.position) {
+            prefetch_task_data(*_buffer.tasks[next_prefetch++]);
         }
-        Task *task = _buffer[_buffer_position++];
-        if (--_sample_countdown == 0) [[unlikely]] {
+        Task *task = _buffer.tasks[_buffer.position++];
+        if (--_buffer.sample_countdown == 0) [[unlikely]] {
             execute_sampled(*task);
         } else {
             execute(*task);
@@ -117,21 +113,8 @@ void Worker::run_buffer_dynamic() noexcept {
     }
 }
 
-std::uint32_t Worker::expected_cycles(const Task &task) const noexcept {
-    if (task.expected_cycles() != 0) {
-        return task.expected_cycles();
-    }
-    const void *type = &typeid(task);
-    const TypeSample &sample =
-        _type_samples[(reinterpret_cast<std::uintptr_t>(type) >> 4U) % _type_samples.size()];
-    // Unknown types count as short tasks: prefetching a little early costs less than too late.
-    return sample.type == type ? sample.cycles : 100U;
-}
-
 void Worker::execute_sampled(Task &task) noexcept {
-    // One task in 32 is timed: cheap enough to leave on, enough to follow phase changes.
-    constexpr std::uint32_t sample_interval = 32;
-    _sample_countdown = sample_interval;
+    _buffer.sample_countdown = PrefetchBuffer::sample_interval;
     const void *type = &typeid(task);
     const std::uint64_t start = system::cycles();
     // Only the sampled task counts: successors it hands over by bypass run after the sample
@@ -140,12 +123,7 @@ void Worker::execute_sampled(Task &task) noexcept {
     Task *next = execute_one(task);
     const auto elapsed =
         static_cast<std::uint32_t>(std::min<std::uint64_t>(system::cycles() - start, 1U << 24U));
-    TypeSample &sample = _type_samples[(reinterpret_cast<std::uintptr_t>(type) >> 4U) % _type_samples.size()];
-    if (sample.type != type) {
-        sample = TypeSample{type, elapsed};
-    } else {
-        sample.cycles = (sample.cycles * 7U + elapsed) / 8U;
-    }
+    _buffer.record_sample(type, elapsed);
     run_bypassed(next);
 }
 
@@ -219,7 +197,7 @@ Task *Worker::complete(Task &task, const TaskResult &result) noexcept {
     _running = nullptr;
     // Release: a thread that sees this count also sees every spawn above (wait(), reclamation).
     bump(_shared.completed[epoch], 1, std::memory_order_release);
-    if (++_tasks_since_epoch_check >= _epoch_check_tasks) [[unlikely]] {
+    if (++_reclamation.tasks_since_epoch_check >= _reclamation.epoch_check_tasks) [[unlikely]] {
         epoch_duties();
     }
     return run_now;
@@ -250,18 +228,11 @@ void Worker::drain() noexcept {
         }
         bump(_shared.completed[epoch], 1, std::memory_order_release);
     };
-    for (; _buffer_position < _buffer_size; ++_buffer_position) {
-        discard(_buffer[_buffer_position]);
+    for (; _buffer.position < _buffer.size; ++_buffer.position) {
+        discard(_buffer.tasks[_buffer.position]);
     }
-    for (std::uint32_t slot = 0; slot < _group_slots; ++slot) {
-        if (_group[slot] != nullptr) {
-            discard(_group[slot]);
-            _group[slot] = nullptr;
-        }
-    }
-    _group_size = _group_slots = _group_cursor = 0;
-    _group_holes.clear();
-    _buffer_size = _buffer_position = 0;
+    _group.clear(discard);
+    _buffer.size = _buffer.position = 0;
     release_domains();
     // Nobody spawns any more (the runtime is being destroyed): this ends.
     while (true) {
@@ -271,7 +242,7 @@ void Worker::drain() noexcept {
             break;
         }
         for (std::uint32_t i = 0; i < count; ++i) {
-            discard(_buffer[i]);
+            discard(_buffer.tasks[i]);
         }
     }
 }

@@ -129,7 +129,9 @@ public:
 
     /// Any thread: true when nothing is queued and no push has started (a snapshot). The
     /// consumer puts the stub back as the tail when it takes the last task.
-    [[nodiscard]] bool looks_empty() const noexcept { return _tail.load(std::memory_order_seq_cst) == &_stub; }
+    [[nodiscard]] bool looks_empty() const noexcept {
+        return _tail.load(std::memory_order_seq_cst) == &_stub;
+    }
 
     /// Consumer only. False while any push has started and its task has not been popped.
     [[nodiscard]] bool empty() const noexcept {

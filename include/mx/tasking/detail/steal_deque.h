@@ -121,7 +121,8 @@ public:
         // A ring replaced by grow() keeps every slot in [top, bottom) it had.
         Ring *ring = _array.load(std::memory_order_acquire);
         Task *task = ring->get(top);
-        if (!_top.compare_exchange_strong(top, top + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+        if (!_top.compare_exchange_strong(top, top + 1, std::memory_order_seq_cst,
+                                          std::memory_order_relaxed)) {
             return nullptr;
         }
         return task;

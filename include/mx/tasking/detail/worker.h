@@ -19,8 +19,12 @@
 #include "mx/system/cpu.h"
 #include "mx/system/topology.h"
 #include "mx/tasking/config.h"
+#include "mx/tasking/detail/coroutine_group.h"
+#include "mx/tasking/detail/prefetch_buffer.h"
 #include "mx/tasking/detail/queues.h"
-#include "mx/tasking/detail/steal_deque.h"
+#include "mx/tasking/detail/reclamation.h"
+#include "mx/tasking/detail/sync_domain.h"
+#include "mx/tasking/detail/task_pool.h"
 #include "mx/tasking/resource.h"
 #include "mx/tasking/squad.h"
 #include "mx/tasking/task.h"
@@ -30,170 +34,11 @@ namespace mx::tasking::detail {
 
 class RuntimeCore;
 
-/// A worker's task pool. Per priority:
-/// - a pinned FIFO (owner-private, no atomics) for the tasks of squads the worker adopted;
-/// - a work-stealing deque for the tasks the worker spawns for itself: the owner takes them in
-///   batches (newest first with LocalOrder::lifo, oldest first with fifo), idle workers steal
-///   the oldest one at a time (and hand back those annotated with this worker or its region);
-/// - one multi-producer FIFO per NUMA region of the producer for tasks sent here by other
-///   workers and outside threads. Producers of one region share a queue, so remote pushes
-///   contend only within a region and the worker polls regions x priorities queues.
-/// Without stealing, every local task goes into the pinned queue (in the configured order).
-class TaskPool {
-public:
-    TaskPool(std::uint16_t regions, bool stealing, bool lifo)
-        : _regions(regions), _stealing(stealing), _lifo(lifo), _remote(std::make_unique<Remote[]>(regions)) {}
-
-    /// A task the worker spawned for itself: stealable when stealing is on.
-    void push_local(Task &task) noexcept {
-        const std::size_t priority = index(task.priority());
-        if (_stealing) {
-            _deques[priority].push(task);
-        } else if (_lifo) {
-            _pinned[priority].push_front(task);
-        } else {
-            _pinned[priority].push_back(task);
-        }
-    }
-    /// A task that must run on this worker, in front of the deque's tasks.
-    void push_pinned(Task &task) noexcept {
-        if (!_stealing && _lifo) {
-            _pinned[index(task.priority())].push_front(task);
-        } else {
-            _pinned[index(task.priority())].push_back(task);
-        }
-    }
-    /// Puts each priority's chain in front of that priority's pinned tasks (order kept).
-    void prepend_pinned(IntrusiveQueue<Task> (&chains)[priority_count]) noexcept {
-        for (std::size_t priority = 0; priority < priority_count; ++priority) {
-            _pinned[priority].prepend(chains[priority]);
-        }
-    }
-    void push_remote(Task &task, std::uint8_t producer_region) noexcept {
-        _remote[producer_region].queues[index(task.priority())].push(task);
-    }
-
-    /// Owner only: moves up to `capacity` local tasks of `priority` into `buffer` (pinned first,
-    /// then the deque).
-    std::uint32_t take_local(std::size_t priority, Task **buffer, std::uint32_t capacity) noexcept {
-        std::uint32_t count = 0;
-        while (count < capacity) {
-            Task *task = _pinned[priority].pop_front();
-            if (task == nullptr) {
-                break;
-            }
-            buffer[count++] = task;
-        }
-        if (_stealing && count < capacity) {
-            count += _lifo ? _deques[priority].take_newest(buffer + count, capacity - count)
-                           : _deques[priority].take_oldest(buffer + count, capacity - count);
-        }
-        return count;
-    }
-    /// Owner only: moves up to `capacity` tasks of `priority` from the remote queues into
-    /// `buffer`, starting with `own_region`'s queue.
-    std::uint32_t take_remote(std::size_t priority, Task **buffer, std::uint32_t capacity,
-                              std::uint8_t own_region) noexcept {
-        std::uint32_t count = 0;
-        for (std::uint16_t r = 0; r < _regions && count < capacity; ++r) {
-            auto &queue = _remote[(std::size_t{own_region} + r) % _regions].queues[priority];
-            while (count < capacity) {
-                Task *task = queue.pop();
-                if (task == nullptr) {
-                    break;
-                }
-                buffer[count++] = task;
-            }
-        }
-        return count;
-    }
-
-    /// Any thread: the stealable tasks of one priority.
-    [[nodiscard]] StealDeque &deque(std::size_t priority) noexcept { return _deques[priority]; }
-    /// Any thread: whether any deque holds tasks (a snapshot).
-    [[nodiscard]] bool has_stealable() const noexcept {
-        for (const auto &deque : _deques) {
-            if (!deque.empty()) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /// Owner only (or after the owner stopped). Remote queues in the middle of a push count as
-    /// non-empty.
-    [[nodiscard]] bool empty() const noexcept {
-        for (std::size_t priority = 0; priority < priority_count; ++priority) {
-            if (!_pinned[priority].empty() || !_deques[priority].empty()) {
-                return false;
-            }
-            for (std::uint16_t r = 0; r < _regions; ++r) {
-                if (!_remote[r].queues[priority].empty()) {
-                    return false;
-                }
-            }
-        }
-        return true;
-    }
-
-private:
-    static std::size_t index(Priority priority) noexcept { return static_cast<std::size_t>(priority); }
-
-    struct alignas(system::cache_line_size) Remote {
-        MpscQueue<Task> queues[priority_count];
-    };
-    std::uint16_t _regions;
-    bool _stealing;
-    bool _lifo;
-    IntrusiveQueue<Task> _pinned[priority_count]; // owner-private
-    StealDeque _deques[priority_count];           // owner pushes and takes, thieves steal
-    std::unique_ptr<Remote[]> _remote;            // pushed by anyone, popped by the owner
-};
-
-/// A synchronization domain (mxkernel paper, section 5): the task queue of the resources that
-/// map to it and are serialized by scheduling (or have scheduled writers). Exactly one worker
-/// drains it at a time, the holder, and it holds the domain until the tasks it took have run,
-/// so tasks of one resource never overlap and leave each producer's queue in order. The domain
-/// belongs to one worker, its owner, until an idle worker steals it: queue and routing move in
-/// one step, because producers push into the domain, not into a worker.
-struct alignas(system::cache_line_size) SyncDomain {
-    // Pushed by any thread, popped by the holder only.
-    MpscQueue<Task> queues[priority_count];
-    // 0 when nobody drains the domain, else the draining worker's id + 1. Taken (CAS) by the
-    // owner for the tasks of one buffer and by a thief for the moment it takes the domain over.
-    alignas(system::cache_line_size) std::atomic<std::uint32_t> holder{0};
-    // The worker that drains the domain and that producers wake. Written by a thief while it
-    // holds the domain; read by producers and by the owner.
-    std::atomic<std::uint16_t> owner{0};
-    // Accumulated access weight of the resources mapped here (guarded by the mapping mutex).
-    std::uint64_t weight{0};
-
-    /// Any thread: whether no task is queued (a snapshot).
-    [[nodiscard]] bool looks_empty() const noexcept {
-        for (const auto &queue : queues) {
-            if (!queue.looks_empty()) {
-                return false;
-            }
-        }
-        return true;
-    }
-};
-
 using util::bump;
 
 /// Successors a worker runs by bypass in a row (TaskResult::bypass) before it spawns the next
 /// one into its pool: enough for a tree's upper levels, few enough that queued tasks still run.
 inline constexpr std::uint32_t max_bypass_chain = 8;
-
-/// Tasks are stamped with the global epoch (mod epoch_buckets) when dispatched; per-bucket
-/// spawned/completed counters tell when no task of an epoch is in flight any more.
-inline constexpr std::uint32_t epoch_buckets = 4;
-
-struct Retired {
-    void *object;
-    void (*deleter)(void *) noexcept;
-    std::uint64_t epoch;
-};
 
 class Worker {
 public:
@@ -241,7 +86,9 @@ public:
     /// Whether this worker holds `domain` right now (only its holder can see its own id there).
     [[nodiscard]] bool holds(std::uint32_t domain) const noexcept;
     /// Any thread: whether the worker sleeps (or is about to).
-    [[nodiscard]] bool sleeping() const noexcept { return _shared.sleeping.load(std::memory_order_seq_cst) != 0; }
+    [[nodiscard]] bool sleeping() const noexcept {
+        return _shared.sleeping.load(std::memory_order_seq_cst) != 0;
+    }
     /// Any thread: the stealable tasks of this worker's pool.
     [[nodiscard]] TaskPool &pool() noexcept { return _pool; }
     /// After the thread ended: frees everything retired (no task runs any more).
@@ -284,7 +131,6 @@ private:
     void execute_sampled(Task &task) noexcept;
     void run_buffer_static() noexcept;
     void run_buffer_dynamic() noexcept;
-    [[nodiscard]] std::uint32_t expected_cycles(const Task &task) const noexcept;
     /// Runs the task under its resource's primitive. False: an optimistic read kept failing;
     /// the task was put back into the pool.
     bool run_synchronized(Task &task, TaskContext &context, TaskResult &result) noexcept;
@@ -325,65 +171,28 @@ private:
     std::uint16_t _id;
     std::uint8_t _region;
     std::uint16_t _cpu;
-    std::uint32_t _prefetch_distance;
-    bool _dynamic_prefetch;
-    std::uint32_t _load_latency_cycles;
     std::uint64_t _idle_spin_cycles;
-    std::uint16_t _configured_group_size;
     std::uint32_t _region_round_robin{0};
     bool _lifo;
     bool _stealing;
     std::uint32_t _optimistic_retries;
-    std::uint32_t _epoch_check_tasks;
-    bool _reclamation;
 
     // Owner-private: touched only by the worker thread (and by drain() after it ended).
     memory::TaskAllocator _allocator;
-    TaskPool _pool;
-    std::vector<Task *> _buffer;
-    std::uint32_t _buffer_size{0};
-    std::uint32_t _buffer_position{0};
-    // Dynamic prefetching: per buffer slot the expected run time, prefetch cost and the
-    // position before which the slot's data is prefetched.
-    std::vector<std::uint32_t> _expected_cycles;
-    std::vector<std::uint32_t> _prefetch_cycles;
-    std::vector<std::uint32_t> _prefetch_slots;
-    // Sampled run time per task type (type_info address -> cycles, moving average).
-    struct TypeSample {
-        const void *type{nullptr};
-        std::uint32_t cycles{0};
-    };
-    std::array<TypeSample, 64> _type_samples{};
-    std::uint32_t _sample_countdown{32};
-    // Suspended coroutine tasks (interleaved execution), resumed round-robin from a cursor. A
-    // task that finishes leaves a hole (nullptr) that the next parked task fills, so the newcomer
-    // is resumed after all the others, as the stand-alone interleave() does: every coroutine
-    // then gets G - 1 other resumes between its prefetch and its load. (Moving the last member
-    // into the hole and restarting the round at slot 0 resumed some members only a few steps
-    // after their prefetch.)
-    std::vector<Task *> _group;
-    std::vector<std::coroutine_handle<>> _group_handles; // resumed directly: no virtual call per step
-    std::vector<std::uint32_t> _group_holes;             // free slots below _group_slots, newest last
-    std::uint32_t _group_capacity{0}; // 0 until the first suspension (then config or model)
-    std::uint32_t _group_size{0};     // parked tasks
-    std::uint32_t _group_slots{0};    // slots in use, parked tasks and holes
-    std::uint32_t _group_cursor{0};   // slot resumed next
-    Task *_running{nullptr};          // task in execute(), for epoch inheritance
-    std::uint32_t _bypass_chain{0};   // successors run by bypass since execute() began
-    std::uint8_t _local_epoch{0};     // global epoch mod buckets, refreshed per buffer
-    bool _in_optimistic_read{false};  // spawning then is a bug (the read may be repeated)
-    std::uint32_t _tasks_since_epoch_check{0};
-    bool _reclaim_pending{false};
+    TaskPool _pool; // its deques and remote queues are shared (see TaskPool)
+    PrefetchBuffer _buffer;
+    CoroutineGroup _group;
+    Reclamation _reclamation;
+    Task *_running{nullptr};         // task in execute(), for epoch inheritance
+    std::uint32_t _bypass_chain{0};  // successors run by bypass since execute() began
+    bool _in_optimistic_read{false}; // spawning then is a bug (the read may be repeated)
     std::vector<std::byte> _optimistic_scratch;
-    std::vector<Retired> _retired;
     // The domains this worker believes it owns; one stolen by another worker is dropped when
     // fill() sees its new owner.
     std::vector<std::uint32_t> _domains;
     std::vector<std::uint32_t> _held; // domains held for the tasks of the current buffer
     std::uint32_t _steal_state;       // xorshift state for picking victims
     std::uint32_t _steal_cursor{0};   // next domain a domain steal looks at
-    // The worker's reclamation task: not allocated, so live_tasks() does not count it.
-    std::unique_ptr<Task> _reclaim_task;
 
     // Shared with producers and statistics readers, kept off the owner's lines.
     struct alignas(system::cache_line_size) Shared {
@@ -439,7 +248,9 @@ public:
     /// Any thread: wakes one sleeping worker other than `self` (there is work to steal).
     void wake_thief(const Worker *self) noexcept;
     /// Workers asleep (a hint for spawners: a sleeping worker could steal).
-    [[nodiscard]] std::uint32_t sleepers() const noexcept { return _sleepers.load(std::memory_order_relaxed); }
+    [[nodiscard]] std::uint32_t sleepers() const noexcept {
+        return _sleepers.load(std::memory_order_relaxed);
+    }
     void count_sleeper(std::int32_t delta) noexcept {
         _sleepers.fetch_add(static_cast<std::uint32_t>(delta), std::memory_order_seq_cst);
     }
@@ -516,7 +327,7 @@ private:
     std::atomic<bool> _started{false};
     // Set by stop() before it drains, cleared by start(); read by spawns from outside.
     std::atomic<bool> _closed{false};
-    std::unique_ptr<SyncDomain[]> _domains;           // fixed at construction
+    std::unique_ptr<SyncDomain[]> _domains; // fixed at construction
     std::uint32_t _domain_count{0};
     bool _stealing;
     bool _pin_workers;
@@ -557,13 +368,13 @@ Worker *current_worker() noexcept;
 
 inline void Worker::count_spawn(Task &task) noexcept {
     std::uint8_t epoch = 0;
-    if (_reclamation) {
+    if (_reclamation.enabled) {
         if (_running != nullptr) {
             // A task on a resource may carry a pointer its spawner read: it keeps the
             // spawner's epoch so the resource cannot be reclaimed under it. Others take the
             // worker's local epoch, refreshed per buffer: the running task pins the global
             // epoch to at most its own stamp + 3, so the local copy is never too old.
-            epoch = task.resource() ? RuntimeCore::epoch_of(*_running) : _local_epoch;
+            epoch = task.resource() ? RuntimeCore::epoch_of(*_running) : _reclamation.local_epoch;
         } else {
             epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
         }

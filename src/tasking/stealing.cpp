@@ -1,0 +1,143 @@
+// Work stealing: an idle worker takes tasks from other workers' deques, or takes over a
+// synchronization domain whose tasks wait; spawners wake a sleeping worker to steal.
+
+#include "mx/tasking/runtime.h"
+
+#include <algorithm>
+
+namespace mx::tasking::detail {
+
+namespace {
+
+/// Xorshift: cheap, and good enough to spread thieves over victims.
+std::uint32_t next_random(std::uint32_t &state) noexcept {
+    state ^= state << 13U;
+    state ^= state >> 17U;
+    state ^= state << 5U;
+    return state;
+}
+
+} // namespace
+
+std::uint32_t Worker::steal() noexcept {
+    const std::uint16_t workers = _core->worker_count();
+    if (workers == 1) {
+        return 0;
+    }
+    // Own region first (its caches and memory are closer), then the others, each from a random
+    // worker on, so thieves spread over victims.
+    const auto &own = _core->workers_of_region(_region);
+    const std::uint32_t start = next_random(_steal_state);
+    for (std::size_t i = 0; i < own.size(); ++i) {
+        Worker &victim = _core->worker(own[(start + i) % own.size()]);
+        if (&victim != this) {
+            if (const std::uint32_t count = steal_tasks_from(victim); count > 0) {
+                return count;
+            }
+        }
+    }
+    for (std::uint16_t r = 1; r < _core->region_count(); ++r) {
+        const auto &region =
+            _core->workers_of_region(static_cast<std::uint8_t>((_region + r) % _core->region_count()));
+        for (std::size_t i = 0; i < region.size(); ++i) {
+            if (const std::uint32_t count =
+                    steal_tasks_from(_core->worker(region[(start + i) % region.size()]));
+                count > 0) {
+                return count;
+            }
+        }
+    }
+    if (steal_domain()) {
+        return fill();
+    }
+    return 0;
+}
+
+std::uint32_t Worker::steal_tasks_from(Worker &victim) noexcept {
+    for (std::size_t priority = 0; priority < priority_count; ++priority) {
+        StealDeque &deque = victim.pool().deque(priority);
+        const std::int64_t queued = deque.size();
+        if (queued == 0) {
+            continue;
+        }
+        // Half of what waits there (at most half a buffer): fewer trips for a long queue, and
+        // the victim keeps work of its own.
+        const auto wanted = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
+            queued / 2, 1, std::max<std::int64_t>(1, static_cast<std::int64_t>(_buffer.capacity() / 2))));
+        std::uint32_t count = 0;
+        for (std::uint32_t attempt = 0; attempt < wanted; ++attempt) {
+            Task *task = deque.steal();
+            if (task == nullptr) {
+                break;
+            }
+            if ((task->target_worker() != any_worker && task->target_worker() != _id) ||
+                (task->target_region() != any_region && task->target_region() != _region)) [[unlikely]] {
+                // Annotated for the victim (or its region): handed back through its remote queue.
+                victim.push_remote(*task, _region);
+                continue;
+            }
+            _buffer.tasks[count++] = task;
+        }
+        if (count > 0) {
+            bump(_shared.stolen_tasks, count);
+            return count;
+        }
+    }
+    return 0;
+}
+
+bool Worker::steal_domain() noexcept {
+    const std::uint32_t domains = _core->domain_count();
+    for (std::uint32_t i = 0; i < domains; ++i) {
+        const std::uint32_t id = (_steal_cursor + i) % domains;
+        SyncDomain &domain = _core->domain(id);
+        if (domain.owner.load(std::memory_order_relaxed) == _id || domain.looks_empty() ||
+            domain.holder.load(std::memory_order_relaxed) != 0) {
+            continue;
+        }
+        std::uint32_t free = 0;
+        if (!domain.holder.compare_exchange_strong(free, std::uint32_t{_id} + 1U, std::memory_order_acquire,
+                                                   std::memory_order_relaxed)) {
+            continue;
+        }
+        // Holding the domain, nobody drains it: its queue and routing change hands together.
+        if (domain.owner.load(std::memory_order_relaxed) != _id) {
+            domain.owner.store(_id, std::memory_order_seq_cst);
+            if (std::find(_domains.begin(), _domains.end(), id) == _domains.end()) {
+                _domains.push_back(id);
+            }
+            bump(_shared.stolen_domains);
+        }
+        domain.holder.store(0, std::memory_order_release);
+        _steal_cursor = id + 1;
+        return true;
+    }
+    return false;
+}
+
+bool Worker::work_to_steal() const noexcept {
+    for (std::uint16_t w = 0; w < _core->worker_count(); ++w) {
+        if (w != _id && _core->worker(w).pool().has_stealable()) {
+            return true;
+        }
+    }
+    for (std::uint32_t id = 0; id < _core->domain_count(); ++id) {
+        const SyncDomain &domain = _core->domain(id);
+        if (domain.owner.load(std::memory_order_relaxed) != _id && !domain.looks_empty() &&
+            domain.holder.load(std::memory_order_relaxed) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void RuntimeCore::wake_thief(const Worker *self) noexcept {
+    for (const auto &worker : _workers) {
+        if (worker.get() != self && worker->sleeping()) {
+            worker->wake();
+            return;
+        }
+    }
+}
+
+} // namespace mx::tasking::detail

@@ -1,0 +1,275 @@
+// The worker: its loop over the task buffer (prefetching ahead), task execution, completion and
+// the scheduler bypass. Where tasks come from and go to is in dispatch.cpp, synchronized
+// execution in synchronized.cpp, coroutine groups in coroutine_group.cpp.
+
+#include "mx/tasking/runtime.h"
+
+#include "mx/system/memory_latency.h"
+#include "mx/tasking/detail/prefetch.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <typeinfo>
+
+namespace mx::tasking::detail {
+
+namespace {
+
+thread_local Worker *tls_worker = nullptr;
+
+} // namespace
+
+Worker *current_worker() noexcept { return tls_worker; }
+
+void out_of_task_memory() noexcept {
+    std::fputs("mxtasking: out of memory while allocating a task descriptor\n", stderr);
+    std::abort();
+}
+
+Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu,
+               memory::RegionHeap &heap, const RuntimeConfig &config)
+    : _core(&core), _id(id), _region(region), _cpu(cpu), _idle_spin_cycles(config.idle_spin_cycles),
+      _lifo(config.local_order == LocalOrder::lifo), _stealing(config.work_stealing),
+      _optimistic_retries(config.optimistic_retries), _allocator(heap, config.allocator_batch),
+      _pool(core.region_count(), config.work_stealing, config.local_order == LocalOrder::lifo),
+      _buffer(config, config.load_latency_cycles != 0 ? config.load_latency_cycles
+                      : config.dynamic_prefetch       ? system::load_latency_cycles()
+                                                      : 0),
+      _group(config.coroutine_group_size),
+      _reclamation(config.memory_reclamation, std::max<std::uint32_t>(1, config.epoch_check_tasks),
+                   make_reclaim_task(*this)),
+      _steal_state((std::uint32_t{id} + 1U) * 2654435761U | 1U) {}
+
+void Worker::run() noexcept {
+    tls_worker = this;
+    while (!_core->stop_requested()) {
+        _buffer.size = fill();
+        _buffer.position = 0;
+        _reclamation.local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
+        if (_buffer.size == 0 && _group.size() == 0 && _stealing) {
+            _buffer.size = steal();
+        }
+        if (_buffer.size == 0) {
+            if (_group.size() > 0) {
+                resume_group_round(); // nothing new: keep the parked coroutines going
+            } else {
+                idle();
+            }
+            continue;
+        }
+        if (_buffer.dynamic) {
+            run_buffer_dynamic();
+        } else {
+            run_buffer_static();
+        }
+        release_domains();
+    }
+    put_back_buffer();
+    tls_worker = nullptr;
+}
+
+void Worker::run_buffer_static() noexcept {
+    // Filling the buffer read every descriptor (the queue links), so only the annotated data
+    // needs prefetching: the first `distance` tasks now, then task i + distance before task i.
+    const std::uint32_t distance = _buffer.distance;
+    if (distance > 0) {
+        for (std::uint32_t i = 0; i < std::min(distance, _buffer.size); ++i) {
+            prefetch_task_data(*_buffer.tasks[i]);
+        }
+    }
+    while (_buffer.position < _buffer.size) {
+        if (distance > 0 && _buffer.position + distance < _buffer.size) {
+            prefetch_task_data(*_buffer.tasks[_buffer.position + distance]);
+        }
+        execute(*_buffer.tasks[_buffer.position++]);
+        if (_core->stop_requested()) [[unlikely]] {
+            return;
+        }
+    }
+}
+
+void Worker::run_buffer_dynamic() noexcept {
+    for (std::uint32_t i = 0; i < _buffer.size; ++i) {
+        _buffer.expected_cycles[i] = _buffer.expected_cycles_of(*_buffer.tasks[i]);
+        _buffer.prefetch_cycles[i] = prefetch_lines(*_buffer.tasks[i]) * _buffer.load_latency_cycles;
+    }
+    compute_prefetch_slots(_buffer.expected_cycles.data(), _buffer.prefetch_cycles.data(), _buffer.size,
+                           _buffer.prefetch_slots.data());
+    std::uint32_t next_prefetch = 0;
+    while (_buffer.position < _buffer.size) {
+        while (next_prefetch < _buffer.size && _buffer.prefetch_slots[next_prefetch] <= _buffer.position) {
+            prefetch_task_data(*_buffer.tasks[next_prefetch++]);
+        }
+        Task *task = _buffer.tasks[_buffer.position++];
+        if (--_buffer.sample_countdown == 0) [[unlikely]] {
+            execute_sampled(*task);
+        } else {
+            execute(*task);
+        }
+        if (_core->stop_requested()) [[unlikely]] {
+            return;
+        }
+    }
+}
+
+void Worker::execute_sampled(Task &task) noexcept {
+    _buffer.sample_countdown = PrefetchBuffer::sample_interval;
+    const void *type = &typeid(task);
+    const std::uint64_t start = system::cycles();
+    // Only the sampled task counts: successors it hands over by bypass run after the sample
+    // (they may be of another type, and a chain would inflate the estimate for this one).
+    _bypass_chain = 0;
+    Task *next = execute_one(task);
+    const auto elapsed =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(system::cycles() - start, 1U << 24U));
+    _buffer.record_sample(type, elapsed);
+    run_bypassed(next);
+}
+
+void Worker::execute(Task &task) noexcept {
+    _bypass_chain = 0;
+    run_bypassed(execute_one(task));
+}
+
+void Worker::run_bypassed(Task *next) noexcept {
+    while (next != nullptr) {
+        next = execute_one(*next);
+    }
+}
+
+Task *Worker::execute_one(Task &task) noexcept {
+    TaskContext context{*this};
+    _running = &task; // spawns from the task (and its successor) see its epoch
+    TaskResult result = TaskResult::done();
+    if (const ResourcePtr resource = task.resource();
+        !resource || task.access() == AccessMode::none || primitive_of(resource) == sync::Primitive::none)
+        [[likely]] {
+        result = task.execute(context);
+    } else if (!run_synchronized(task, context, result)) {
+        // (A coroutine task may not suspend inside a primitive: asserted in run_synchronized.)
+        // Put back for a later attempt. The re-queue counts as a new spawn that keeps the
+        // task's epoch (_running is still the task), so its resource stays protected.
+        const std::uint8_t epoch = RuntimeCore::epoch_of(task);
+        count_spawn(task);
+        _running = nullptr;
+        push_local(task);
+        bump(_shared.completed[epoch], 1, std::memory_order_release);
+        return nullptr;
+    }
+    if (result.action() == TaskResult::Action::suspend) [[unlikely]] {
+        _running = nullptr;
+        park(task);
+        return nullptr;
+    }
+    return complete(task, result);
+}
+
+Task *Worker::complete(Task &task, const TaskResult &result) noexcept {
+    const std::uint8_t epoch = RuntimeCore::epoch_of(task);
+    Task *run_now = nullptr;
+    if (Task *next = result.next(); next != nullptr) {
+        if (result.bypasses() && _bypass_chain < max_bypass_chain && stays_here(*next)) {
+            // Counted as a spawn (the epoch stamp included) before this task counts as completed,
+            // exactly like a successor that goes through the pool.
+            MX_ASSERT(next != &task || result.action() == TaskResult::Action::keep,
+                      "a task cannot hand itself over and be removed");
+            ++_bypass_chain;
+            count_spawn(*next);
+            run_now = next;
+        } else {
+            spawn(*next);
+        }
+    }
+    if (result.action() == TaskResult::Action::remove) [[likely]] {
+        destroy(task);
+    } else if (result.action() == TaskResult::Action::commit) {
+        // Only reached once the run stands: a failed optimistic read never gets here.
+        TaskContext context{*this};
+        task.commit(context);
+        destroy(task);
+    } else if (result.action() == TaskResult::Action::stop) {
+        if (task.is_runtime_owned()) {
+            destroy(task);
+        }
+        _core->request_stop();
+    }
+    _running = nullptr;
+    // Release: a thread that sees this count also sees every spawn above (wait(), reclamation).
+    bump(_shared.completed[epoch], 1, std::memory_order_release);
+    if (++_reclamation.tasks_since_epoch_check >= _reclamation.epoch_check_tasks) [[unlikely]] {
+        epoch_duties();
+    }
+    return run_now;
+}
+
+[[gnu::always_inline]] inline bool Worker::run_synchronized(Task &task, TaskContext &context,
+                                                            TaskResult &result) noexcept {
+    const ResourcePtr resource = task.resource();
+    ResourceHeader &header = header_of(resource);
+    // A deleted resource stays valid until reclamation frees it: tasks dispatched before the
+    // delete (or carrying a pointer read before it) may still run on it.
+    MX_ASSERT(
+        header.state.load(std::memory_order_relaxed) == ResourceHeader::alive ||
+            header.state.load(std::memory_order_relaxed) == ResourceHeader::retired,
+        "task annotated with something that is not a live resource from new_resource (or already freed)");
+    const bool reader = task.access() == AccessMode::read_only;
+    const bool done = run_primitive(task, context, resource, header, reader, result);
+    MX_ASSERT(result.action() != TaskResult::Action::suspend,
+              "a coroutine task cannot suspend while synchronized on a resource");
+    return done;
+}
+
+void Worker::drain() noexcept {
+    const auto discard = [this](Task *task) {
+        const std::uint8_t epoch = RuntimeCore::epoch_of(*task);
+        if (task->is_runtime_owned()) {
+            destroy(*task);
+        }
+        bump(_shared.completed[epoch], 1, std::memory_order_release);
+    };
+    for (; _buffer.position < _buffer.size; ++_buffer.position) {
+        discard(_buffer.tasks[_buffer.position]);
+    }
+    _group.clear(discard);
+    _buffer.size = _buffer.position = 0;
+    release_domains();
+    // Nobody spawns any more (the runtime is being destroyed): this ends.
+    while (true) {
+        const std::uint32_t count = fill();
+        release_domains();
+        if (count == 0) {
+            break;
+        }
+        for (std::uint32_t i = 0; i < count; ++i) {
+            discard(_buffer.tasks[i]);
+        }
+    }
+}
+
+WorkerStatistics Worker::statistics() const noexcept {
+    WorkerStatistics s;
+    s.worker = _id;
+    s.cpu = _cpu;
+    s.numa_region = _region;
+    for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
+        s.tasks_executed += _shared.completed[b].load(std::memory_order_relaxed);
+    }
+    s.spawned_remote = _shared.spawned_remote.load(std::memory_order_relaxed);
+    std::uint64_t spawned = 0;
+    for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
+        spawned += _shared.spawned[b].load(std::memory_order_relaxed);
+    }
+    s.spawned_local = spawned - s.spawned_remote;
+    s.allocator_refills = _allocator.refills();
+    s.idle_cycles = _shared.idle_cycles.load(std::memory_order_relaxed);
+    s.sleeps = _shared.sleeps.load(std::memory_order_relaxed);
+    s.optimistic_retries = _shared.optimistic_retries.load(std::memory_order_relaxed);
+    s.retired = _shared.retired.load(std::memory_order_relaxed);
+    s.reclaimed = _shared.reclaimed.load(std::memory_order_relaxed);
+    s.stolen_tasks = _shared.stolen_tasks.load(std::memory_order_relaxed);
+    s.stolen_domains = _shared.stolen_domains.load(std::memory_order_relaxed);
+    return s;
+}
+
+} // namespace mx::tasking::detail

@@ -56,27 +56,24 @@ std::uint32_t Worker::steal() noexcept {
 std::uint32_t Worker::steal_tasks_from(Worker &victim) noexcept {
     for (std::size_t priority = 0; priority < priority_count; ++priority) {
         StealDeque &deque = victim.pool().deque(priority);
-        const std::int64_t queued = deque.size();
-        if (queued == 0) {
+        if (deque.empty()) {
             continue;
         }
-        // Half of what waits there (at most half a buffer): fewer trips for a long queue, and
-        // the victim keeps work of its own.
-        const auto wanted = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
-            queued / 2, 1, std::max<std::int64_t>(1, static_cast<std::int64_t>(_buffer.capacity() / 2))));
+        // Half of what waits there (at most half a buffer), in one CAS: fewer trips for a long
+        // queue, and the victim keeps work of its own.
+        Task **tasks = _buffer.tasks.data();
+        const auto wanted = static_cast<std::uint32_t>(std::max<std::size_t>(1, _buffer.capacity() / 2));
+        const std::uint32_t taken = deque.steal(tasks, wanted);
         std::uint32_t count = 0;
-        for (std::uint32_t attempt = 0; attempt < wanted; ++attempt) {
-            Task *task = deque.steal();
-            if (task == nullptr) {
-                break;
-            }
+        for (std::uint32_t i = 0; i < taken; ++i) {
+            Task *task = tasks[i];
             if ((task->target_worker() != any_worker && task->target_worker() != _id) ||
                 (task->target_region() != any_region && task->target_region() != _region)) [[unlikely]] {
                 // Annotated for the victim (or its region): handed back through its remote queue.
                 victim.push_remote(*task, _region);
                 continue;
             }
-            _buffer.tasks[count++] = task;
+            tasks[count++] = task;
         }
         if (count > 0) {
             bump(_shared.stolen_tasks, count);

@@ -2,7 +2,9 @@
 
 // The work-stealing deque of a worker's local tasks (Chase and Lev, SPAA 2005, with the C11
 // memory orders of Lê et al., PPoPP 2013). The owner pushes at the bottom and takes tasks in
-// batches from either end; thieves take one task at a time from the top.
+// batches from either end; thieves take batches of up to max_steal tasks from the top, each
+// with one CAS: the owner takes from the bottom without a CAS only while the range it takes
+// lies at least max_steal tasks above top.
 
 #include <algorithm>
 #include <atomic>
@@ -44,7 +46,11 @@ public:
         _bottom.store(bottom + 1, std::memory_order_release);
     }
 
+    /// Thieves take at most this many tasks with one compare-and-swap.
+    static constexpr std::int64_t max_steal = 32;
+
     /// Owner only: takes up to `capacity` of the newest tasks, newest first (depth-first order).
+    /// Near the top, where a thief may be about to take a batch, it takes the oldest instead.
     std::uint32_t take_newest(Task **out, std::uint32_t capacity) noexcept {
         const std::int64_t bottom = _bottom.load(std::memory_order_relaxed);
         // Top only grows: a stale top can only make the deque look fuller than it is.
@@ -56,41 +62,28 @@ public:
         const std::int64_t new_bottom = bottom - wanted;
         _bottom.store(new_bottom, std::memory_order_relaxed);
         // The fence orders the bottom store before the top load, against the thieves' top
-        // load / fence / bottom load: either a thief sees the lowered bottom or we see its
-        // incremented top.
+        // load / fence / bottom load: a thief that loads top after we loaded it sees the lowered
+        // bottom. So only a thief that loaded the very top we see can still act on the old
+        // bottom, and its one CAS takes at most [top, top + max_steal).
         std::atomic_thread_fence(std::memory_order_seq_cst);
         const std::int64_t top = _top.load(std::memory_order_relaxed);
-        Ring *ring = _array.load(std::memory_order_relaxed);
-        std::uint32_t count = 0;
-        if (top < new_bottom) {
-            // No thief can reach [new_bottom, bottom) any more.
+        if (top + max_steal <= new_bottom) {
+            Ring *ring = _array.load(std::memory_order_relaxed);
+            std::uint32_t count = 0;
             for (std::int64_t i = bottom - 1; i >= new_bottom; --i) {
                 out[count++] = ring->get(i);
             }
             return count;
         }
-        if (top >= bottom) {
-            // Thieves took everything: restore an empty deque with top == bottom.
-            _bottom.store(bottom, std::memory_order_relaxed);
-            return 0;
-        }
-        // Thieves got into the range: what lies above top is ours, the task at top is raced for.
-        for (std::int64_t i = bottom - 1; i > top; --i) {
-            out[count++] = ring->get(i);
-        }
-        Task *contested = ring->get(top);
-        std::int64_t expected = top;
-        if (_top.compare_exchange_strong(expected, top + 1, std::memory_order_seq_cst,
-                                         std::memory_order_relaxed)) {
-            out[count++] = contested;
-        }
-        // Whoever won moved top to top + 1: the deque is empty.
-        _bottom.store(top + 1, std::memory_order_relaxed);
-        return count;
+        // Thieves may reach into the range: put bottom back (release: the slots were published
+        // by earlier pushes, and a relaxed store would not carry that on) and claim the oldest
+        // tasks with a CAS on top, which a thief's pending CAS then fails against.
+        _bottom.store(bottom, std::memory_order_release);
+        return take_oldest(out, capacity);
     }
 
     /// Owner only: takes up to `capacity` of the oldest tasks, oldest first (FIFO order), with
-    /// one compare-and-swap on top: thieves move top one task at a time, and nobody else lowers
+    /// one compare-and-swap on top: thieves move top with CASes too, and nobody else lowers
     /// bottom.
     std::uint32_t take_oldest(Task **out, std::uint32_t capacity) noexcept {
         const std::int64_t bottom = _bottom.load(std::memory_order_relaxed);
@@ -109,23 +102,29 @@ public:
         return 0;
     }
 
-    /// Any thread: takes the oldest task, or nullptr when the deque is empty or another thread
-    /// won the race for that task.
-    Task *steal() noexcept {
+    /// Any thread: takes the oldest tasks, half of what is queued but at most `capacity` (and
+    /// max_steal), with one CAS. Returns how many were written to `out`: 0 when the deque is
+    /// empty or another thread won the race.
+    std::uint32_t steal(Task **out, std::uint32_t capacity) noexcept {
         std::int64_t top = _top.load(std::memory_order_acquire);
         std::atomic_thread_fence(std::memory_order_seq_cst);
         const std::int64_t bottom = _bottom.load(std::memory_order_acquire);
-        if (top >= bottom) {
-            return nullptr;
+        if (top >= bottom || capacity == 0) {
+            return 0;
         }
-        // A ring replaced by grow() keeps every slot in [top, bottom) it had.
+        const std::int64_t count =
+            std::min<std::int64_t>({std::max<std::int64_t>(1, (bottom - top) / 2), capacity, max_steal});
+        // A ring replaced by grow() keeps every slot in [top, bottom) it had; the owner does not
+        // overwrite a slot of [top, bottom) before top moved past it.
         Ring *ring = _array.load(std::memory_order_acquire);
-        Task *task = ring->get(top);
-        if (!_top.compare_exchange_strong(top, top + 1, std::memory_order_seq_cst,
-                                          std::memory_order_relaxed)) {
-            return nullptr;
+        for (std::int64_t i = 0; i < count; ++i) {
+            out[i] = ring->get(top + i);
         }
-        return task;
+        if (!_top.compare_exchange_strong(top, top + count, std::memory_order_seq_cst,
+                                          std::memory_order_relaxed)) {
+            return 0;
+        }
+        return static_cast<std::uint32_t>(count);
     }
 
     /// Any thread: a snapshot of how many tasks are queued (exact for the owner).

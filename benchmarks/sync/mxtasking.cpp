@@ -1,7 +1,7 @@
 // The contention workload on mxtasking: every object is a resource with a forced primitive; an
 // operation is a task annotated with the object and read_only or write. One producer task per
 // worker spawns the operations in batches (the YCSB driver does the same) and re-queues itself
-// behind each batch.
+// at low priority after each batch.
 
 #include <atomic>
 #include <cstdint>
@@ -71,13 +71,14 @@ public:
     }
 };
 
-/// Spawns its worker's operations, `batch` per round, then re-queues itself behind them.
+/// Spawns its worker's operations, `batch` per round, then re-queues itself at low priority: it
+/// runs again once the batch left the pool, in either local order.
 class ProducerTask final : public tasking::Task {
 public:
     ProducerTask(const std::vector<tasking::ResourcePtr> *objects, const Workload &workload,
                  std::uint16_t worker, std::atomic<std::uint64_t> *writes) noexcept
-        : Task(tasking::Annotation{.target_worker = worker}), _objects(objects),
-          _remaining(workload.operations_per_worker), _read_percent(workload.read_percent),
+        : Task(tasking::Annotation{.target_worker = worker, .priority = tasking::Priority::low}),
+          _objects(objects), _remaining(workload.operations_per_worker), _read_percent(workload.read_percent),
           _batch(workload.batch), _stream(workload.seed, worker), _writes(writes) {}
 
     tasking::TaskResult execute(tasking::TaskContext &context) noexcept override {

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -326,6 +329,82 @@ TEST_P(StealingTest, NoTaskIsLiveRightAfterWait) {
 }
 
 MX_INSTANTIATE_RUNTIME_SUITE(StealingTest);
+
+/// Spins on `cpu` until destroyed: another program taking a core from a worker.
+class CpuHog {
+public:
+    explicit CpuHog(std::uint16_t cpu)
+        : _thread([this, cpu] {
+              cpu_set_t set;
+              CPU_ZERO(&set);
+              CPU_SET(cpu, &set);
+              pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+              while (!_stop.load(std::memory_order_relaxed)) {
+                  mx::system::pause();
+              }
+          }) {}
+    CpuHog(const CpuHog &) = delete;
+    CpuHog &operator=(const CpuHog &) = delete;
+    ~CpuHog() {
+        _stop.store(true, std::memory_order_relaxed);
+        _thread.join();
+    }
+
+private:
+    std::atomic<bool> _stop{false};
+    std::thread _thread;
+};
+
+TEST(StealingStress, ScheduledResourcesStaySerializedAndOrderedWithACpuHog) {
+    // Two workers, a spinning thread pinned to the second one's core: the OS preempts that worker
+    // at arbitrary points, and the other worker takes its domains and tasks meanwhile.
+    RuntimeConfig config;
+    config.workers = 2;
+    mx::tasking::Runtime runtime{config};
+    const std::uint16_t hog_cpu = runtime.statistics().back().cpu;
+    const CpuHog hog{hog_cpu};
+    std::vector<ResourcePtr> resources;
+    for (std::uint32_t r = 0; r < runtime.domain_count(); ++r) {
+        resources.push_back(
+            runtime.new_resource<Account>(ResourceAnnotation{.primitive = mx::sync::Primitive::scheduling}));
+        resources.back().get<Account>()->last.assign(2, 0);
+    }
+    std::atomic<std::uint64_t> overlaps{0};
+    std::atomic<std::uint64_t> out_of_order{0};
+    std::atomic<std::uint64_t> ran{0};
+    const std::uint32_t per_producer = scaled(100'000, 20);
+    for (std::uint16_t producer = 0; producer < 2; ++producer) {
+        runtime.spawn(
+            [&, producer](TaskContext &context) {
+                for (std::uint32_t i = 0; i < per_producer; ++i) {
+                    const ResourcePtr resource = resources[(i * 5U + producer) % resources.size()];
+                    const std::uint64_t sequence = i + 1U;
+                    context.spawn(
+                        [&, resource, producer, sequence] {
+                            auto *account = resource.get<Account>();
+                            if (account->running.exchange(1, std::memory_order_acq_rel) != 0) {
+                                overlaps.fetch_add(1, std::memory_order_relaxed);
+                            }
+                            if (account->last[producer] >= sequence) {
+                                out_of_order.fetch_add(1, std::memory_order_relaxed);
+                            }
+                            account->last[producer] = sequence;
+                            account->running.store(0, std::memory_order_release);
+                            ran.fetch_add(1, std::memory_order_relaxed);
+                        },
+                        Annotation{.resource = resource, .access = AccessMode::write});
+                }
+            },
+            on_worker(producer));
+    }
+    runtime.wait();
+    EXPECT_EQ(ran.load(), 2U * per_producer);
+    EXPECT_EQ(overlaps.load(), 0U);
+    EXPECT_EQ(out_of_order.load(), 0U);
+    for (const ResourcePtr resource : resources) {
+        runtime.delete_resource(resource);
+    }
+}
 
 TEST(StealingConfig, ZeroDomainsPerWorkerIsAConfigError) {
     RuntimeConfig config;

@@ -38,13 +38,7 @@ std::uint32_t Worker::take_domains(std::size_t priority, Task **buffer, std::uin
             }
             _held.push_back(id);
         }
-        while (count < capacity) {
-            Task *task = queue.pop();
-            if (task == nullptr) {
-                break;
-            }
-            buffer[count++] = task;
-        }
+        count += queue.pop_into(buffer + count, capacity - count);
     }
     return count;
 }

@@ -158,6 +158,20 @@ TEST_P(StealingTest, ForkJoinSumsUnderBothLocalOrders) {
 struct Account {
     std::atomic<std::uint32_t> running{0}; // atomic only so that a broken runtime is reported, not raced
     std::vector<std::uint64_t> last;       // per producer: the last sequence number seen
+
+    /// One task's step: counts an overlap with another task of this resource and a step of
+    /// `producer` that comes after a later one of it.
+    void step(std::uint16_t producer, std::uint64_t sequence, std::atomic<std::uint64_t> &overlaps,
+              std::atomic<std::uint64_t> &out_of_order) noexcept {
+        if (running.exchange(1, std::memory_order_acq_rel) != 0) {
+            overlaps.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (last[producer] >= sequence) {
+            out_of_order.fetch_add(1, std::memory_order_relaxed);
+        }
+        last[producer] = sequence;
+        running.store(0, std::memory_order_release);
+    }
 };
 
 TEST_P(StealingTest, ScheduledTasksNeverOverlapAndKeepOrderWhileDomainsMove) {
@@ -178,15 +192,7 @@ TEST_P(StealingTest, ScheduledTasksNeverOverlapAndKeepOrderWhileDomainsMove) {
     std::atomic<std::uint64_t> ran{0};
     const auto make_step = [&](ResourcePtr resource, std::uint16_t producer, std::uint64_t sequence) {
         return [&, resource, producer, sequence] {
-            auto *account = resource.get<Account>();
-            if (account->running.exchange(1, std::memory_order_acq_rel) != 0) {
-                overlaps.fetch_add(1, std::memory_order_relaxed);
-            }
-            if (account->last[producer] >= sequence) {
-                out_of_order.fetch_add(1, std::memory_order_relaxed);
-            }
-            account->last[producer] = sequence;
-            account->running.store(0, std::memory_order_release);
+            resource.get<Account>()->step(producer, sequence, overlaps, out_of_order);
             ran.fetch_add(1, std::memory_order_relaxed);
         };
     };
@@ -381,15 +387,7 @@ TEST(StealingStress, ScheduledResourcesStaySerializedAndOrderedWithACpuHog) {
                     const std::uint64_t sequence = i + 1U;
                     context.spawn(
                         [&, resource, producer, sequence] {
-                            auto *account = resource.get<Account>();
-                            if (account->running.exchange(1, std::memory_order_acq_rel) != 0) {
-                                overlaps.fetch_add(1, std::memory_order_relaxed);
-                            }
-                            if (account->last[producer] >= sequence) {
-                                out_of_order.fetch_add(1, std::memory_order_relaxed);
-                            }
-                            account->last[producer] = sequence;
-                            account->running.store(0, std::memory_order_release);
+                            resource.get<Account>()->step(producer, sequence, overlaps, out_of_order);
                             ran.fetch_add(1, std::memory_order_relaxed);
                         },
                         Annotation{.resource = resource, .access = AccessMode::write});

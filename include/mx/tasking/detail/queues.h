@@ -127,6 +127,19 @@ public:
         return nullptr;
     }
 
+    /// Consumer only: pops up to `capacity` tasks into `out`; returns how many.
+    std::uint32_t pop_into(T **out, std::uint32_t capacity) noexcept {
+        std::uint32_t count = 0;
+        while (count < capacity) {
+            T *task = pop();
+            if (task == nullptr) {
+                break;
+            }
+            out[count++] = task;
+        }
+        return count;
+    }
+
     /// Any thread: true when nothing is queued and no push has started (a snapshot). The
     /// consumer puts the stub back as the tail when it takes the last task.
     [[nodiscard]] bool looks_empty() const noexcept {

@@ -82,13 +82,7 @@ public:
         std::uint32_t count = 0;
         for (std::uint16_t r = 0; r < _regions && count < capacity; ++r) {
             auto &queue = _remote[(std::size_t{own_region} + r) % _regions].queues[priority];
-            while (count < capacity) {
-                Task *task = queue.pop();
-                if (task == nullptr) {
-                    break;
-                }
-                buffer[count++] = task;
-            }
+            count += queue.pop_into(buffer + count, capacity - count);
         }
         return count;
     }

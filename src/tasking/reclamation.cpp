@@ -122,30 +122,30 @@ void RuntimeCore::try_advance_epoch() noexcept {
     const auto now = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                     std::chrono::steady_clock::now().time_since_epoch())
                                                     .count());
-    std::uint64_t last = _last_advance_ns.load(std::memory_order_relaxed);
-    if (now - last < _epoch_interval_ns) {
+    std::uint64_t last = _epochs.last_advance_ns.load(std::memory_order_relaxed);
+    if (now - last < _epochs.interval_ns) {
         return;
     }
     // Only one worker does the check per interval.
-    if (!_last_advance_ns.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+    if (!_epochs.last_advance_ns.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
         return;
     }
-    const std::uint64_t epoch = _global_epoch.load(std::memory_order_acquire);
+    const std::uint64_t epoch = _epochs.epoch.load(std::memory_order_acquire);
     // The next epoch reuses the bucket of epoch - 3: it must be empty first.
     if (drained(1U << ((epoch + 1) % epoch_buckets))) {
-        _global_epoch.store(epoch + 1, std::memory_order_seq_cst);
+        _epochs.epoch.store(epoch + 1, std::memory_order_seq_cst);
     }
 }
 
 void RuntimeCore::retire(void *object, void (*deleter)(void *) noexcept) noexcept {
-    if (!_reclamation) {
+    if (!_epochs.enabled) {
         deleter(object);
         return;
     }
     {
-        std::lock_guard lock{_external_mutex};
-        _external_retired.push_back(Retired{object, deleter, global_epoch()});
-        _external_pending.store(true, std::memory_order_seq_cst);
+        std::lock_guard lock{_epochs.outside_mutex};
+        _epochs.outside_retired.push_back(Retired{object, deleter, global_epoch()});
+        _epochs.outside_pending.store(true, std::memory_order_seq_cst);
     }
     // Worker 0 reclaims what outside threads retired; it may be asleep without a timeout.
     _workers[0]->wake();
@@ -155,26 +155,26 @@ void RuntimeCore::reclaim_external() noexcept {
     // Worker 0 comes here on every epoch check: without anything retired from outside, which is
     // the rule, it must not take the mutex (~1 % of a B-link tree run's samples when it did).
     // A retire() racing with this load is seen at the next check.
-    if (!_external_pending.load(std::memory_order_acquire)) {
+    if (!_epochs.outside_pending.load(std::memory_order_acquire)) {
         return;
     }
     std::vector<Retired> ready;
     {
-        std::lock_guard lock{_external_mutex};
-        if (_external_retired.empty()) {
+        std::lock_guard lock{_epochs.outside_mutex};
+        if (_epochs.outside_retired.empty()) {
             return;
         }
         const std::uint64_t below = reclaimable_below();
         std::size_t kept = 0;
-        for (const Retired &entry : _external_retired) {
+        for (const Retired &entry : _epochs.outside_retired) {
             if (entry.epoch < below) {
                 ready.push_back(entry);
             } else {
-                _external_retired[kept++] = entry;
+                _epochs.outside_retired[kept++] = entry;
             }
         }
-        _external_retired.resize(kept);
-        _external_pending.store(kept != 0, std::memory_order_relaxed);
+        _epochs.outside_retired.resize(kept);
+        _epochs.outside_pending.store(kept != 0, std::memory_order_relaxed);
     }
     for (const Retired &entry : ready) {
         entry.deleter(entry.object);

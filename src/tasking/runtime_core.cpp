@@ -18,8 +18,7 @@ namespace mx::tasking::detail {
 
 RuntimeCore::RuntimeCore(const RuntimeConfig &config)
     : _stealing(config.work_stealing), _pin_workers(config.pin_workers), _htm(sync::htm_available()),
-      _reclamation(config.memory_reclamation),
-      _epoch_interval_ns(std::uint64_t{config.epoch_interval_ms} * 1'000'000U) {
+      _epochs(config.memory_reclamation, std::uint64_t{config.epoch_interval_ms} * 1'000'000U) {
     const std::vector<ResolvedCore> cores = resolve(config, _topology);
     std::uint8_t regions = 0;
     for (const auto &core : cores) {
@@ -50,10 +49,11 @@ RuntimeCore::RuntimeCore(const RuntimeConfig &config)
         _workers[owner]->own_domain(d);
     }
     // The first epoch lasts a full interval from start-up (not from the clock's origin).
-    _last_advance_ns.store(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                          std::chrono::steady_clock::now().time_since_epoch())
-                                                          .count()),
-                           std::memory_order_relaxed);
+    _epochs.last_advance_ns.store(
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count()),
+        std::memory_order_relaxed);
 }
 
 RuntimeCore::~RuntimeCore() {
@@ -65,7 +65,7 @@ RuntimeCore::~RuntimeCore() {
     for (auto &worker : _workers) {
         worker->reclaim_all();
     }
-    for (const Retired &entry : _external_retired) {
+    for (const Retired &entry : _epochs.outside_retired) {
         entry.deleter(entry.object);
     }
 }
@@ -143,7 +143,7 @@ void RuntimeCore::spawn_external(Task &task) noexcept {
         squad->push(task);
         return;
     }
-    const auto epoch = static_cast<std::uint8_t>(_reclamation ? global_epoch() % epoch_buckets : 0);
+    const auto epoch = static_cast<std::uint8_t>(_epochs.enabled ? global_epoch() % epoch_buckets : 0);
     if (routed_to_owner(task)) {
         set_epoch(task, epoch);
         _external_spawned[epoch].fetch_add(1, std::memory_order_seq_cst);

@@ -1,11 +1,15 @@
 #pragma once
 
-// Epoch-based memory reclamation, the worker's part. Not API: see docs/design/synchronization.md.
-// The global epoch and objects retired from outside the workers are in RuntimeCore.
+// Epoch-based memory reclamation: each worker's part (Reclamation) and the runtime-wide part
+// (GlobalReclamation, held by RuntimeCore). Not API: see docs/design/synchronization.md.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
+
+#include "mx/system/cpu.h"
 
 #include "mx/tasking/task.h"
 
@@ -36,6 +40,23 @@ struct Reclamation {
     bool pending{false};          // the reclamation task is queued
     std::vector<Retired> retired; // in retire order, so oldest epoch first
     std::unique_ptr<Task> task;   // not allocated, so live_tasks() does not count it
+};
+
+/// The runtime-wide part: the global epoch, when it last advanced, and the objects that threads
+/// outside the workers retired (worker 0 frees them).
+struct GlobalReclamation {
+    GlobalReclamation(bool on, std::uint64_t interval) noexcept : enabled(on), interval_ns(interval) {}
+
+    const bool enabled;              // RuntimeConfig::memory_reclamation
+    const std::uint64_t interval_ns; // how often the epoch may advance
+    std::mutex outside_mutex;
+    std::vector<Retired> outside_retired; // guarded by outside_mutex
+    // Written under outside_mutex, read by worker 0 on its epoch checks and before it sleeps.
+    std::atomic<bool> outside_pending{false};
+    // Read by every dispatch; written by the one worker per interval that advances it.
+    alignas(system::cache_line_size) std::atomic<std::uint64_t> epoch{0};
+    // Claimed (CAS) by the worker that checks the epoch in an interval.
+    std::atomic<std::uint64_t> last_advance_ns{0};
 };
 
 /// The task through which `worker` frees what it retired: pinned to the worker, low priority.

@@ -296,9 +296,9 @@ public:
     void retire(void *object, void (*deleter)(void *) noexcept) noexcept;
     /// Any thread: hands each squad to a worker, balancing queued task counts.
     void publish(Squad *const *squads, std::size_t count, Worker *caller) noexcept;
-    [[nodiscard]] bool reclamation() const noexcept { return _reclamation; }
+    [[nodiscard]] bool reclamation() const noexcept { return _epochs.enabled; }
     [[nodiscard]] std::uint64_t global_epoch() const noexcept {
-        return _global_epoch.load(std::memory_order_acquire);
+        return _epochs.epoch.load(std::memory_order_acquire);
     }
     /// Advances the global epoch if the interval passed and the oldest bucket is free.
     void try_advance_epoch() noexcept;
@@ -310,7 +310,7 @@ public:
     void reclaim_external() noexcept;
     /// Whether objects retired from outside the workers wait for reclamation.
     [[nodiscard]] bool external_retired_pending() const noexcept {
-        return _external_pending.load(std::memory_order_seq_cst);
+        return _epochs.outside_pending.load(std::memory_order_seq_cst);
     }
 
 private:
@@ -332,14 +332,10 @@ private:
     bool _stealing;
     bool _pin_workers;
     bool _htm;
-    bool _reclamation;
-    std::uint64_t _epoch_interval_ns;
+    GlobalReclamation _epochs;
 
     std::mutex _external_mutex;
     std::unique_ptr<memory::TaskAllocator> _external_allocator; // guarded by _external_mutex
-    std::vector<Retired> _external_retired;                     // guarded by _external_mutex
-    // Written under _external_mutex, read by worker 0 before it sleeps.
-    std::atomic<bool> _external_pending{false};
 
     std::mutex _mapping_mutex; // guards SyncDomain::weight and _next_domain
     std::uint32_t _next_domain{0};
@@ -353,9 +349,6 @@ private:
     std::atomic<std::int64_t> _oversized_live{0};
     // Written by workers going to sleep and waking, read by spawners with stealable work.
     alignas(system::cache_line_size) std::atomic<std::uint32_t> _sleepers{0};
-    // Read by every dispatch; written rarely (one advance per interval).
-    alignas(system::cache_line_size) std::atomic<std::uint64_t> _global_epoch{0};
-    std::atomic<std::uint64_t> _last_advance_ns{0};
 };
 
 /// The worker running on this thread, or nullptr outside any runtime's workers.

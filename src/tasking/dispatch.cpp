@@ -23,17 +23,6 @@ std::uint32_t Worker::fill() noexcept {
     return 0;
 }
 
-void Worker::put_back_buffer() noexcept {
-    // In reverse, each to the front: the tasks keep their order for the next start().
-    IntrusiveQueue<Task> chains[priority_count];
-    for (std::uint32_t i = _buffer.position; i < _buffer.size; ++i) {
-        chains[static_cast<std::size_t>(_buffer.tasks[i]->priority())].push_back(*_buffer.tasks[i]);
-    }
-    _pool.prepend_pinned(chains);
-    _buffer.size = _buffer.position = 0;
-    release_domains();
-}
-
 bool Worker::has_work() const noexcept {
     if (!_pool.empty()) {
         return true;
@@ -58,21 +47,13 @@ void Worker::spawn_routed(Task &task) noexcept {
         _core->push_domain(task, domain_of(task.resource()));
         return;
     }
-    std::uint16_t target = task.target_worker();
-    if (target == any_worker) {
-        if (task.target_region() == any_region) {
-            count_spawn(task);
-            push_local(task);
-            return;
-        }
-        // Out-of-range regions and workers are taken modulo the count (documented on Annotation).
-        const auto &workers =
-            _core->workers_of_region(static_cast<std::uint8_t>(task.target_region() % _core->region_count()));
-        target = workers[_region_round_robin++ % workers.size()];
-    } else if (target >= _core->worker_count()) [[unlikely]] {
-        target = static_cast<std::uint16_t>(target % _core->worker_count());
-    }
     count_spawn(task);
+    if (task.target_worker() == any_worker && task.target_region() == any_region) {
+        push_local(task);
+        return;
+    }
+    const std::uint16_t target =
+        _core->target_of(task, task.target_worker() == any_worker ? _region_round_robin++ : 0);
     if (target == _id) {
         // Into the deque like the worker's other tasks, so it keeps its place among them: a thief
         // that takes it hands it back (see steal_tasks_from).

@@ -17,7 +17,7 @@
 namespace mx::tasking::detail {
 
 RuntimeCore::RuntimeCore(const RuntimeConfig &config)
-    : _stealing(config.work_stealing), _pin_workers(config.pin_workers), _htm(sync::htm_available()),
+    : _pin_workers(config.pin_workers), _htm(sync::htm_available()),
       _epochs(config.memory_reclamation, std::uint64_t{config.epoch_interval_ms} * 1'000'000U) {
     const std::vector<ResolvedCore> cores = resolve(config, _topology);
     std::uint8_t regions = 0;
@@ -144,27 +144,20 @@ void RuntimeCore::spawn_external(Task &task) noexcept {
         return;
     }
     const auto epoch = static_cast<std::uint8_t>(_epochs.enabled ? global_epoch() % epoch_buckets : 0);
+    set_epoch(task, epoch);
+    _external_spawned[epoch].fetch_add(1, std::memory_order_seq_cst);
     if (routed_to_owner(task)) {
-        set_epoch(task, epoch);
-        _external_spawned[epoch].fetch_add(1, std::memory_order_seq_cst);
         push_domain(task, domain_of(task.resource()));
         return;
     }
-    std::uint16_t target = task.target_worker();
-    if (target == any_worker) {
-        const std::uint32_t ticket = _next_external_worker.fetch_add(1, std::memory_order_relaxed);
-        if (task.target_region() == any_region) {
-            target = static_cast<std::uint16_t>(ticket % _workers.size());
-        } else {
-            // Out-of-range regions and workers are taken modulo the count (see Annotation).
-            const auto &workers = _regions[task.target_region() % _regions.size()];
-            target = workers[ticket % workers.size()];
-        }
-    } else if (target >= _workers.size()) [[unlikely]] {
-        target = static_cast<std::uint16_t>(target % _workers.size());
+    std::uint16_t target = 0;
+    if (task.target_worker() == any_worker && task.target_region() == any_region) {
+        target = static_cast<std::uint16_t>(_next_external_worker.fetch_add(1, std::memory_order_relaxed) %
+                                            _workers.size());
+    } else {
+        const bool region = task.target_worker() == any_worker;
+        target = target_of(task, region ? _next_external_worker.fetch_add(1, std::memory_order_relaxed) : 0);
     }
-    set_epoch(task, epoch);
-    _external_spawned[epoch].fetch_add(1, std::memory_order_seq_cst);
     Worker &worker = *_workers[target];
     worker.push_remote(task, worker.region());
 }

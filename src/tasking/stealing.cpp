@@ -26,23 +26,16 @@ std::uint32_t Worker::steal() noexcept {
     }
     // Own region first (its caches and memory are closer), then the others, each from a random
     // worker on, so thieves spread over victims.
-    const auto &own = _core->workers_of_region(_region);
     const std::uint32_t start = next_random(_steal_state);
-    for (std::size_t i = 0; i < own.size(); ++i) {
-        Worker &victim = _core->worker(own[(start + i) % own.size()]);
-        if (&victim != this) {
-            if (const std::uint32_t count = steal_tasks_from(victim); count > 0) {
-                return count;
-            }
-        }
-    }
-    for (std::uint16_t r = 1; r < _core->region_count(); ++r) {
-        const auto &region =
-            _core->workers_of_region(static_cast<std::uint8_t>((_region + r) % _core->region_count()));
+    const std::uint16_t regions = _core->region_count();
+    for (std::uint16_t r = 0; r < regions; ++r) {
+        const auto &region = _core->workers_of_region(static_cast<std::uint8_t>((_region + r) % regions));
         for (std::size_t i = 0; i < region.size(); ++i) {
-            if (const std::uint32_t count =
-                    steal_tasks_from(_core->worker(region[(start + i) % region.size()]));
-                count > 0) {
+            Worker &victim = _core->worker(region[(start + i) % region.size()]);
+            if (&victim == this) {
+                continue;
+            }
+            if (const std::uint32_t count = steal_tasks_from(victim); count > 0) {
                 return count;
             }
         }
@@ -88,24 +81,18 @@ bool Worker::steal_domain() noexcept {
     for (std::uint32_t i = 0; i < domains; ++i) {
         const std::uint32_t id = (_steal_cursor + i) % domains;
         SyncDomain &domain = _core->domain(id);
-        if (domain.owner.load(std::memory_order_relaxed) == _id || domain.looks_empty() ||
-            domain.holder.load(std::memory_order_relaxed) != 0) {
+        if (!domain.stealable_by(_id) || !domain.try_hold(_id)) {
             continue;
         }
-        std::uint32_t free = 0;
-        if (!domain.holder.compare_exchange_strong(free, std::uint32_t{_id} + 1U, std::memory_order_acquire,
-                                                   std::memory_order_relaxed)) {
-            continue;
+        // Holding the domain, nobody drains it: its queue and routing change hands together. The
+        // owner was another worker (only a holder writes it); this worker may still list the
+        // domain from an earlier time it owned it.
+        domain.owner.store(_id, std::memory_order_seq_cst);
+        if (std::find(_domains.begin(), _domains.end(), id) == _domains.end()) {
+            _domains.push_back(id);
         }
-        // Holding the domain, nobody drains it: its queue and routing change hands together.
-        if (domain.owner.load(std::memory_order_relaxed) != _id) {
-            domain.owner.store(_id, std::memory_order_seq_cst);
-            if (std::find(_domains.begin(), _domains.end(), id) == _domains.end()) {
-                _domains.push_back(id);
-            }
-            bump(_shared.stolen_domains);
-        }
-        domain.holder.store(0, std::memory_order_release);
+        bump(_shared.stolen_domains);
+        domain.release();
         _steal_cursor = id + 1;
         return true;
     }
@@ -119,9 +106,7 @@ bool Worker::work_to_steal() const noexcept {
         }
     }
     for (std::uint32_t id = 0; id < _core->domain_count(); ++id) {
-        const SyncDomain &domain = _core->domain(id);
-        if (domain.owner.load(std::memory_order_relaxed) != _id && !domain.looks_empty() &&
-            domain.holder.load(std::memory_order_relaxed) == 0) {
+        if (_core->domain(id).stealable_by(_id)) {
             return true;
         }
     }

@@ -24,16 +24,14 @@ std::uint32_t Worker::take_domains(std::size_t priority, Task **buffer, std::uin
         if (queue.looks_empty()) {
             continue;
         }
-        if (!holds(id)) {
-            std::uint32_t free = 0;
+        if (!domain.held_by(_id)) {
             // Fails only while a thief looks at the domain; the next fill tries again.
-            if (!domain.holder.compare_exchange_strong(
-                    free, std::uint32_t{_id} + 1U, std::memory_order_acquire, std::memory_order_relaxed)) {
+            if (!domain.try_hold(_id)) {
                 continue;
             }
             if (domain.owner.load(std::memory_order_relaxed) != _id) {
                 // A thief took it over between the two loads: the holder is always the owner.
-                domain.holder.store(0, std::memory_order_release);
+                domain.release();
                 continue;
             }
             _held.push_back(id);
@@ -45,8 +43,7 @@ std::uint32_t Worker::take_domains(std::size_t priority, Task **buffer, std::uin
 
 void Worker::release_domains() noexcept {
     for (const std::uint32_t id : _held) {
-        // Release: the next holder sees everything the tasks did to the domain's resources.
-        _core->domain(id).holder.store(0, std::memory_order_release);
+        _core->domain(id).release();
     }
     _held.clear();
 }

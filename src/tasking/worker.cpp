@@ -30,8 +30,8 @@ void out_of_task_memory() noexcept {
 Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::uint16_t cpu,
                memory::RegionHeap &heap, const RuntimeConfig &config)
     : _core(&core), _id(id), _region(region), _cpu(cpu), _idle_spin_cycles(config.idle_spin_cycles),
-      _lifo(config.local_order == LocalOrder::lifo), _stealing(config.work_stealing),
-      _optimistic_retries(config.optimistic_retries), _allocator(heap, config.allocator_batch),
+      _stealing(config.work_stealing), _optimistic_retries(config.optimistic_retries),
+      _allocator(heap, config.allocator_batch),
       _pool(core.region_count(), config.work_stealing, config.local_order == LocalOrder::lifo),
       _buffer(config, config.load_latency_cycles != 0 ? config.load_latency_cycles
                       : config.dynamic_prefetch       ? system::load_latency_cycles()
@@ -65,7 +65,8 @@ void Worker::run() noexcept {
         }
         release_domains();
     }
-    put_back_buffer();
+    // A stop ends the loop between two tasks: drain() discards what is left in the buffer and
+    // lets go of the domains held for it.
     tls_worker = nullptr;
 }
 
@@ -234,7 +235,7 @@ void Worker::drain() noexcept {
     _group.clear(discard);
     _buffer.size = _buffer.position = 0;
     release_domains();
-    // Nobody spawns any more (the runtime is being destroyed): this ends.
+    // Workers are joined and outside spawns are refused (stop() closed the door): this ends.
     while (true) {
         const std::uint32_t count = fill();
         release_domains();

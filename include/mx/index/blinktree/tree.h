@@ -61,8 +61,8 @@ struct TreeConfig {
     double leaf_read_ratio{0.5};
     /// Prefetch hints: header plus this many eighths of the key array, for reading and for
     /// writing steps. The dissertation (5.4) found half the keys best for lookups; here all of
-    /// them are, with RuntimeConfig::prefetch_distance 3 (at 2, all and half were alike:
-    /// docs/benchmarks.md, B-link tree, session 8).
+    /// them are, with RuntimeConfig::prefetch_distance 3 (at 2, all and half are alike; the
+    /// sweep is in docs/benchmarks.md, B-link tree).
     std::uint32_t read_prefetch_eighths{8};
     std::uint32_t write_prefetch_eighths{8};
     /// Off: no hints; the runtime then prefetches the first line of each node only.

@@ -31,6 +31,26 @@ struct alignas(system::cache_line_size) SyncDomain {
     // Accumulated access weight of the resources mapped here (guarded by the mapping mutex).
     std::uint64_t weight{0};
 
+    /// Makes `worker` the holder if nobody holds the domain.
+    bool try_hold(std::uint16_t worker) noexcept {
+        std::uint32_t free = 0;
+        return holder.compare_exchange_strong(free, std::uint32_t{worker} + 1U, std::memory_order_acquire,
+                                              std::memory_order_relaxed);
+    }
+    /// The holder lets go. Release: the next holder sees what the tasks did to the resources.
+    void release() noexcept { holder.store(0, std::memory_order_release); }
+    /// Whether `worker` holds the domain (only the holder can see its own id there, so a relaxed
+    /// load is exact for that question).
+    [[nodiscard]] bool held_by(std::uint16_t worker) const noexcept {
+        return holder.load(std::memory_order_relaxed) == std::uint32_t{worker} + 1U;
+    }
+    /// Any thread's view: whether `thief` could take the domain over: another worker owns it,
+    /// tasks wait in it and nobody drains it.
+    [[nodiscard]] bool stealable_by(std::uint16_t thief) const noexcept {
+        return owner.load(std::memory_order_relaxed) != thief &&
+               holder.load(std::memory_order_relaxed) == 0 && !looks_empty();
+    }
+
     /// Any thread: whether no task is queued (a snapshot).
     [[nodiscard]] bool looks_empty() const noexcept {
         for (const auto &queue : queues) {

@@ -19,7 +19,7 @@ namespace mx::tasking::detail {
 /// - a pinned FIFO (owner-private, no atomics) for the tasks of squads the worker adopted;
 /// - a work-stealing deque for the tasks the worker spawns for itself: the owner takes them in
 ///   batches (newest first with LocalOrder::lifo, oldest first with fifo), idle workers steal
-///   the oldest one at a time (and hand back those annotated with this worker or its region);
+///   batches of the oldest (and hand back those annotated with this worker or its region);
 /// - one multi-producer FIFO per NUMA region of the producer for tasks sent here by other
 ///   workers and outside threads. Producers of one region share a queue, so remote pushes
 ///   contend only within a region and the worker polls regions x priorities queues.
@@ -40,14 +40,9 @@ public:
             _pinned[priority].push_back(task);
         }
     }
-    /// A task that must run on this worker, in front of the deque's tasks.
-    void push_pinned(Task &task) noexcept {
-        if (!_stealing && _lifo) {
-            _pinned[index(task.priority())].push_front(task);
-        } else {
-            _pinned[index(task.priority())].push_back(task);
-        }
-    }
+    /// A task that must run on this worker, in front of the deque's tasks, after the pinned
+    /// tasks queued before it.
+    void push_pinned(Task &task) noexcept { _pinned[index(task.priority())].push_back(task); }
     /// Puts each priority's chain in front of that priority's pinned tasks (order kept).
     void prepend_pinned(IntrusiveQueue<Task> (&chains)[priority_count]) noexcept {
         for (std::size_t priority = 0; priority < priority_count; ++priority) {

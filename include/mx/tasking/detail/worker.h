@@ -57,7 +57,7 @@ public:
     /// Any thread: puts a task into this worker's pool and wakes the worker if it sleeps.
     void push_remote(Task &task, std::uint8_t producer_region) noexcept {
         _pool.push_remote(task, producer_region);
-        if (_shared.sleeping.load(std::memory_order_seq_cst) != 0) [[unlikely]] {
+        if (sleeping()) [[unlikely]] {
             wake();
         }
     }
@@ -116,9 +116,9 @@ private:
     /// After a task finished: successor, remove/stop, completion count, epoch duties. Returns
     /// the successor to run right away (already counted as spawned) or nullptr.
     Task *complete(Task &task, const TaskResult &result) noexcept;
-    /// Whether the task's annotations keep it on this worker (no squad, region, other target
-    /// worker, or scheduled resource of another worker): spawn() queues it locally, a bypass
-    /// runs it at once.
+    /// Whether the task's annotations let it run right here (no squad, region or other target
+    /// worker, and no scheduled resource whose domain this worker does not hold): a bypass runs
+    /// such a successor at once.
     [[nodiscard]] bool stays_here(const Task &task) const noexcept;
     /// A coroutine task suspended: keep it in the group; while the group is full, resume it.
     void park(Task &task) noexcept;
@@ -164,8 +164,6 @@ private:
     [[nodiscard]] bool work_to_steal() const noexcept;
     /// Whether this worker has anything to run: its pool or the domains it owns.
     [[nodiscard]] bool has_work() const noexcept;
-    /// After run() left its loop: tasks taken but not run go back to the pool (in order), holds end.
-    void put_back_buffer() noexcept;
 
     RuntimeCore *_core;
     std::uint16_t _id;
@@ -173,7 +171,6 @@ private:
     std::uint16_t _cpu;
     std::uint64_t _idle_spin_cycles;
     std::uint32_t _region_round_robin{0};
-    bool _lifo;
     bool _stealing;
     std::uint32_t _optimistic_retries;
 
@@ -239,7 +236,15 @@ public:
         return _regions[region];
     }
     [[nodiscard]] const system::Topology &topology() const noexcept { return _topology; }
-    [[nodiscard]] bool stealing() const noexcept { return _stealing; }
+    /// The worker a task annotated with a target worker or region goes to: targets beyond the
+    /// worker or region count are taken modulo the count; `ticket` picks among a region's workers.
+    [[nodiscard]] std::uint16_t target_of(const Task &task, std::uint32_t ticket) const noexcept {
+        if (task.target_worker() != any_worker) {
+            return static_cast<std::uint16_t>(task.target_worker() % _workers.size());
+        }
+        const auto &workers = _regions[task.target_region() % _regions.size()];
+        return workers[ticket % workers.size()];
+    }
 
     [[nodiscard]] std::uint32_t domain_count() const noexcept { return _domain_count; }
     [[nodiscard]] SyncDomain &domain(std::uint32_t id) const noexcept { return _domains[id]; }
@@ -329,7 +334,6 @@ private:
     std::atomic<bool> _closed{false};
     std::unique_ptr<SyncDomain[]> _domains; // fixed at construction
     std::uint32_t _domain_count{0};
-    bool _stealing;
     bool _pin_workers;
     bool _htm;
     GlobalReclamation _epochs;
@@ -377,7 +381,7 @@ inline void Worker::count_spawn(Task &task) noexcept {
 }
 
 /// Fig. 2 of the paper: tasks on a resource serialized by scheduling, and writers of an
-/// optimistically scheduled resource, run on the resource's worker.
+/// optimistically scheduled resource, go through the resource's synchronization domain.
 inline bool routed_to_owner(const Task &task) noexcept {
     const ResourcePtr resource = task.resource();
     if (!resource || task.access() == AccessMode::none) {
@@ -388,10 +392,7 @@ inline bool routed_to_owner(const Task &task) noexcept {
            (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write);
 }
 
-inline bool Worker::holds(std::uint32_t domain) const noexcept {
-    // Only this worker stores its own id there, so a relaxed load is exact for that question.
-    return _core->domain(domain).holder.load(std::memory_order_relaxed) == std::uint32_t{_id} + 1U;
-}
+inline bool Worker::holds(std::uint32_t domain) const noexcept { return _core->domain(domain).held_by(_id); }
 
 inline bool Worker::stays_here(const Task &task) const noexcept {
     if (task.squad() != nullptr || task.target_region() != any_region ||

@@ -595,7 +595,12 @@ LoadResult load_into(tasking::Runtime &runtime, const std::shared_ptr<const Tabl
             LoadState *shared = &state;
             group.spawn([shared, i]() noexcept { ChunkParser(*shared, i).run(); });
         }
-        static_cast<void>(group.wait());
+        if (group.wait().cancelled) {
+            // Only a stop of the runtime cancels this group: chunks were dropped unparsed.
+            progress.finish();
+            result.error = std::string("cannot load ").append(path).append(": the runtime stopped");
+            return result;
+        }
     }
 
     // The first error in file order: every chunk before it parsed completely, so its line number

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <new>
+#include <stdexcept>
 
 #include <numa.h>
 
@@ -820,7 +821,12 @@ std::shared_ptr<const Table> TableAssembler::assemble(TableBuild &build, tasking
                 },
                 tasking::Annotation{.target_region = jobs[i].region});
         }
-        failed = !group.wait().ok();
+        const tasking::GroupResult outcome = group.wait();
+        if (outcome.cancelled && !outcome.failed) {
+            // Cancelled without an error: the runtime stopped and dropped fragment writers.
+            throw std::runtime_error("building the table was interrupted: the runtime stopped");
+        }
+        failed = outcome.failed;
     } else {
         for (FragmentJob &job : jobs) {
             failed = !FragmentWriter::write(job, plans) || failed;

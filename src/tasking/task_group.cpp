@@ -2,6 +2,10 @@
 
 #include "mx/tasking/task_group.h"
 
+#include <cstdlib>
+
+#include <cstdio>
+
 #include <mutex>
 #include <string>
 #include <utility>
@@ -23,10 +27,14 @@ TaskGroup::~TaskGroup() {
 }
 
 GroupResult TaskGroup::wait() noexcept {
-    if (_runtime->on_worker()) {
-        MX_ASSERT(false, "TaskGroup::wait() called on a worker of its runtime: it would block the worker "
-                         "that may have to run the group's tasks; register a continuation with then()");
-        return GroupResult{.cancelled = false, .failed = true, .error = std::string(wait_on_worker_error)};
+    if (_runtime->on_worker()) [[unlikely]] {
+        // A deadlock or a dangling group otherwise (callers' state would go out of scope while
+        // the group's tasks still use it), so in every build, like Runtime::wait().
+        std::fputs(
+            "mxtasking: TaskGroup::wait() called on a worker of its runtime: it would block the worker "
+            "that may have to run the group's tasks; aborting (register a continuation with then())\n",
+            stderr);
+        std::abort();
     }
     for (std::uint32_t spin = 0; spin < wait_spins && _state.load(std::memory_order_acquire) != 0; ++spin) {
         system::pause();

@@ -18,9 +18,9 @@
 //     commit() to move the effect into.
 //   - Custom Task subclasses that keep their result in the task, return TaskResult::commit() and
 //     hand the result on (and call done()) in commit(): safe.
-// Inside an optimistic read's function, call no group member but cancelled(): spawn and then
-// spawn (the runtime asserts on that), and fail() would report what may be a torn read. Report
-// errors from the deliver callback, which sees only validated values.
+// Inside an optimistic read's function, call no group member but cancelled(): spawn() and then()
+// spawn tasks, which the worker asserts against there, and fail() would report what may be a torn
+// read. Report errors from the deliver callback, which sees only validated values.
 
 #include <atomic>
 #include <concepts>
@@ -55,12 +55,6 @@ class TaskGroup;
 
 namespace detail {
 
-/// The functions a group task runs: like TaskFunction, invoked with the context or nothing, but
-/// returning void or a value (never a TaskResult: the group task decides its own result).
-template <class F>
-concept GroupFunction = std::is_nothrow_move_constructible_v<F> &&
-                        (std::invocable<F &, TaskContext &> || std::invocable<F &>);
-
 template <class F>
 struct GroupValue {
     using type = std::invoke_result_t<F &>;
@@ -73,6 +67,12 @@ struct GroupValue<F> {
 /// What a group function returns (void for a plain task).
 template <class F>
 using group_value_t = typename GroupValue<F>::type;
+
+/// The functions a group task runs: task functions (invoked with the context or nothing) that
+/// return void or a value, never a TaskResult (the group task decides its own result).
+template <class F>
+concept GroupFunction = TaskFunction<F> && !
+std::same_as<std::remove_cvref_t<group_value_t<F>>, TaskResult>;
 
 /// Receives the value of a group function, after validation, with or without the context.
 template <class D, class R>
@@ -201,11 +201,6 @@ private:
 /// cancelled() (see the comment at the top).
 class TaskGroup {
 public:
-    /// Returned by wait() on a worker of the group's runtime (release builds; debug builds
-    /// assert): blocking there could wait on the very worker that has to run the group's tasks.
-    static constexpr std::string_view wait_on_worker_error =
-        "TaskGroup::wait() called on a worker of its runtime (it would block the worker): use then()";
-
     explicit TaskGroup(Runtime &runtime) noexcept : _runtime(&runtime) {}
     ~TaskGroup();
     TaskGroup(const TaskGroup &) = delete;
@@ -265,8 +260,8 @@ public:
 
     /// Blocks the calling thread (outside the runtime's workers) until the group has no task
     /// outstanding, then returns and resets the outcome. Spins briefly, then sleeps on a
-    /// condition variable. On a worker of the group's runtime: asserts in debug builds; release
-    /// builds return at once with failed set and error = wait_on_worker_error (nothing consumed).
+    /// condition variable. On a worker of the group's runtime it prints a message and aborts, in
+    /// every build: it could wait on the very worker that has to run the group's tasks.
     [[nodiscard]] GroupResult wait() noexcept;
 
     /// Tasks of the group that have not started yet are skipped (still counted down), and later
@@ -356,8 +351,9 @@ private:
     // Hot: counted by every spawn and every task's commit, on any worker or thread.
     alignas(system::cache_line_size) std::atomic<std::uint64_t> _state{0};
     // Written by cancel()/fail() (any thread), reset by the consumer under _mutex; read by every
-    // group task before it runs (relaxed: a hint, a task that already started runs anyway).
-    std::atomic<bool> _cancelled{false};
+    // group task before it runs (relaxed: a hint, a task that already started runs anyway). On a
+    // line of its own: it rarely changes, while _state's line moves with every count.
+    alignas(system::cache_line_size) std::atomic<bool> _cancelled{false};
 
     // Cold: touched once per round, by fail(), then(), wait() and the thread that ends a round.
     alignas(system::cache_line_size) std::mutex _mutex;

@@ -160,14 +160,7 @@ private:
     /// One operation as a task group of one: the listener (called in the task's commit(), after
     /// validation) stores the result and counts the group down; the caller sleeps in wait().
     OpResult run(const Request &request) {
-        if (_runtime->on_worker()) [[unlikely]] {
-            // In every build: returning without the result would leave the operation writing to
-            // this frame after it is gone.
-            mx::detail::assert_failed("!_runtime->on_worker()",
-                                      "a synchronous B-link tree wrapper blocks: call it from outside "
-                                      "the runtime's workers, or submit() with a listener from a task",
-                                      __FILE__, __LINE__);
-        }
+        // On a worker, group.wait() aborts with a message (submit() with a listener instead).
         struct Outcome {
             tasking::TaskGroup *group;
             OpResult result; // written by the worker before done(), read after wait()

@@ -159,11 +159,8 @@ RunState::RunState(tasking::Runtime &runtime, Graph &graph, std::vector<Pipeline
         for (const NodeId next : graph.successors(id)) {
             state.successors.push_back(&_nodes[next]);
         }
-        for (const NodeId previous : graph.predecessors(id)) {
-            state.predecessors.push_back(&_nodes[previous]);
-        }
         // One share per data predecessor; a source's start task holds the one share of a source.
-        state.outstanding.store(std::max<std::uint64_t>(state.predecessors.size(), 1U),
+        state.outstanding.store(std::max<std::uint64_t>(graph.predecessors(id).size(), 1U),
                                 std::memory_order_relaxed);
     }
     for (const Pipeline &pipeline : _plan) {

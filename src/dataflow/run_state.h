@@ -57,7 +57,6 @@ struct alignas(system::cache_line_size) NodeState {
     std::uint32_t pipeline{0};
     bool prefetch{false};
     std::vector<NodeState *> successors;
-    std::vector<NodeState *> predecessors;
     std::vector<std::uint32_t> dependents; // pipelines waiting for this node
 
     // What keeps the consume phase open: the consume tasks of this node spawned and not finished,

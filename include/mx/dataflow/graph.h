@@ -5,9 +5,9 @@
 // every item a node emits to its successors as new tasks, and marked dependencies (build before
 // probe) hold whole pipelines back until a node completed. The end of an operator is detected
 // by counting: per node the consume tasks in flight plus the predecessors still producing, one
-// atomic update per task (not per token). It relies neither on the order in which workers run
-// tasks nor on where they run; see docs/design/dataflow.md for the protocol and why it is
-// correct.
+// decrement per consume task and one increment per batch of emits, never per tuple. It relies neither on the
+// order in which workers run tasks nor on where they run; see docs/design/dataflow.md for the protocol and
+// why it is correct.
 
 #include <atomic>
 #include <chrono>

@@ -131,10 +131,9 @@ struct QueryResult {
 };
 
 /// Runs `plan` on the runtime and blocks until it finished; call it from outside the runtime's
-/// workers. The dataflow layer runs on any runtime configuration, but the order of an ORDER BY
-/// result relies on the batches a sort emits from one task running in emission order on that
-/// worker (LocalOrder::fifo, the batches not moved to other workers; see
-/// docs/design/query-engine.md); other results do not depend on it. The plan and its tables must
+/// workers; any runtime configuration (local order, work stealing). An ORDER BY result keeps its
+/// order because the sort numbers its batches and the limit and the result sink put them back in
+/// that order (docs/design/query-engine.md). The plan and its tables must
 /// stay alive for the call. Throws ExecutionError with the message on a runtime error, on
 /// cancellation and when the plan cannot be compiled; std::invalid_argument for invalid options.
 QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const ExecutionOptions &options = {});

@@ -40,14 +40,13 @@ public:
     void prepare(std::uint16_t workers, std::uint16_t /*regions*/) override {
         _position.store(0, std::memory_order_relaxed);
         if (_ordered) {
-            _collected = std::make_unique<Collected[]>(workers);
-            _worker_count = workers;
+            _collected.prepare(workers);
         }
     }
 
     void consume_batch(FlowContext &context, std::unique_ptr<Batch> batch) noexcept override {
         if (_ordered) {
-            _collected[context.worker_id()].batches.push_back(std::move(batch));
+            _collected.add(context.worker_id(), std::move(batch));
             return;
         }
         const std::uint64_t start = _position.fetch_add(batch->count(), std::memory_order_relaxed);
@@ -58,15 +57,7 @@ public:
         if (!_ordered) {
             return;
         }
-        std::vector<std::unique_ptr<Batch>> batches;
-        for (std::uint16_t w = 0; w < _worker_count; ++w) {
-            for (auto &batch : _collected[w].batches) {
-                batches.push_back(std::move(batch));
-            }
-            _collected[w].batches.clear();
-        }
-        std::sort(batches.begin(), batches.end(),
-                  [](const auto &a, const auto &b) { return a->sequence < b->sequence; });
+        std::vector<std::unique_ptr<Batch>> batches = _collected.take_in_sequence();
         std::uint64_t start = 0;
         for (auto &batch : batches) {
             const std::uint32_t count = batch->count();
@@ -118,13 +109,9 @@ private:
     std::uint64_t _offset;
     std::uint64_t _end; // first position past the result
     bool _ordered;      // the input is a numbered (sorted) stream
-    // Ordered input: per worker, appended by that worker's consume tasks, read by finalize()
-    // (ordered after every consume task by the layer). Padded: workers write side by side.
-    struct alignas(system::cache_line_size) Collected {
-        std::vector<std::unique_ptr<Batch>> batches;
-    };
-    std::unique_ptr<Collected[]> _collected;
-    std::uint16_t _worker_count{0};
+    // Ordered input: the batches, taken in sequence order by finalize() (ordered after every
+    // consume task by the layer).
+    CollectedBatches _collected;
     // Rows that reached the limit so far: fetch_add by every consume task (any worker). Relaxed:
     // only the claimed ranges matter, they never overlap.
     alignas(system::cache_line_size) std::atomic<std::uint64_t> _position{0};

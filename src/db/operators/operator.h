@@ -21,6 +21,7 @@
 //   - Runtime errors (overflow, failed CAST) end the query through FlowContext::fail(message).
 //   - Worker-local state is indexed by FlowContext::worker_id() and sized in prepare().
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -89,6 +90,52 @@ private:
 };
 
 /// A dataflow node whose tokens are batches (see the conventions above).
+/// Batches that consume tasks keep, one list per worker (written only by that worker's tasks, one
+/// at a time; read once the node's consume phase is over), handed back in the order of their
+/// sequence numbers (Batch::sequence; within one number, worker by worker).
+class CollectedBatches {
+public:
+    void prepare(std::uint16_t workers) {
+        _lists = std::make_unique<List[]>(workers);
+        _workers = workers;
+    }
+    void add(std::uint16_t worker, std::unique_ptr<Batch> batch) {
+        _lists[worker].batches.push_back(std::move(batch));
+    }
+    /// The batches in sequence order; they stay here.
+    [[nodiscard]] std::vector<const Batch *> in_sequence() const {
+        std::vector<const Batch *> batches;
+        for (std::uint16_t w = 0; w < _workers; ++w) {
+            for (const auto &batch : _lists[w].batches) {
+                batches.push_back(batch.get());
+            }
+        }
+        std::stable_sort(batches.begin(), batches.end(),
+                         [](const Batch *a, const Batch *b) { return a->sequence < b->sequence; });
+        return batches;
+    }
+    /// The batches in sequence order, moved out.
+    [[nodiscard]] std::vector<std::unique_ptr<Batch>> take_in_sequence() {
+        std::vector<std::unique_ptr<Batch>> batches;
+        for (std::uint16_t w = 0; w < _workers; ++w) {
+            for (auto &batch : _lists[w].batches) {
+                batches.push_back(std::move(batch));
+            }
+            _lists[w].batches.clear();
+        }
+        std::stable_sort(batches.begin(), batches.end(),
+                         [](const auto &a, const auto &b) { return a->sequence < b->sequence; });
+        return batches;
+    }
+
+private:
+    struct alignas(system::cache_line_size) List { // padded: workers append side by side
+        std::vector<std::unique_ptr<Batch>> batches;
+    };
+    std::unique_ptr<List[]> _lists;
+    std::uint16_t _workers{0};
+};
+
 class BatchNode : public OperatorNode {
 public:
     using OperatorNode::OperatorNode;

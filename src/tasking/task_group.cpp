@@ -96,9 +96,11 @@ void TaskGroup::register_continuation(detail::ContinuationBase *continuation) no
     {
         const std::lock_guard lock{_mutex};
         MX_ASSERT(_continuation == nullptr, "a task group takes one continuation per round");
-        // No task outstanding: the round ended (or never started). A finish() that has not taken
-        // the mutex yet finds no continuation and leaves it to us.
-        now = (_state.load(std::memory_order_acquire) & task_mask) == 0;
+        // Nothing outstanding and no thread ending a round: the round ended (or never started),
+        // so the continuation runs now. While a finisher holds its mark it has yet to take the
+        // mutex, and it takes the continuation then: dispatching it here could let it destroy the
+        // group under that finisher.
+        now = _state.load(std::memory_order_acquire) == 0;
         if (!now) {
             _continuation = continuation;
         } else if (runnable) {

@@ -40,8 +40,35 @@ struct Options {
     VariantConfig variant; // the tuning options; workers is set per run
     std::string csv{"results/blinktree.csv"};
     bool quiet{false};
-    int disturb_core{-1}; // CPU of the busy process, -1: none
+    int disturb_core{-1};   // CPU of the busy process, -1: none
+    std::string export_dir; // non-empty: write the workload as text files there and exit
 };
+
+/// Writes the workload as "OP key" lines (INSERT, READ, UPDATE), the text form YCSB's own
+/// generator prints, so other B-link tree implementations run exactly the same requests:
+/// DIR/fill (the load phase), DIR/mixed_c and DIR/mixed_a.
+int export_workload(const Workload &workload, const std::string &dir) {
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    const auto write = [&](const char *name, const std::vector<YcsbRequest> &requests) {
+        const std::filesystem::path path = std::filesystem::path{dir} / name;
+        std::ofstream out{path};
+        for (const YcsbRequest &request : requests) {
+            out << (request.kind == Kind::insert ? "INSERT "
+                    : request.kind == Kind::read ? "READ "
+                                                 : "UPDATE ")
+                << request.key << '\n';
+        }
+        out.close();
+        if (!out) {
+            std::fprintf(stderr, "mx_bench_ycsb: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+            return false;
+        }
+        return true;
+    };
+    return write("fill", workload.load) && write("mixed_c", workload.c) && write("mixed_a", workload.a) ? 0
+                                                                                                        : 1;
+}
 
 double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
@@ -98,6 +125,9 @@ int run(const Options &options) {
                     options.distribution.c_str());
     }
     const Workload workload = make_workload(options.workload);
+    if (!options.export_dir.empty()) {
+        return export_workload(workload, options.export_dir);
+    }
     // Started once the workload exists (its generation is not measured); stopped by its destructor
     // on every way out of this function.
     const Disturber disturber{options.disturb_core};
@@ -229,11 +259,21 @@ int main(int argc, char **argv) {
                    "Run a busy process pinned to this CPU while measuring (a core the workers share with a "
                    "program they do not know about)")
         ->check(CLI::Range(0, CPU_SETSIZE - 1));
+    app.add_option("--export-workload", options.export_dir,
+                   "Write the workload to DIR/fill, DIR/mixed_c and DIR/mixed_a as 'OP key' lines and exit");
+    std::string payload_step{"auto"};
+    app.add_option("--payload-step", payload_step,
+                   "mxtasking: read steps in two rounds, the second with the payload line prefetched "
+                   "(auto: when the measured memory latency is high)")
+        ->check(CLI::IsMember({"auto", "on", "off"}));
     bool no_steal = false;
     app.add_flag("--no-steal", no_steal, "mxtasking: RuntimeConfig::work_stealing = false");
     app.add_flag("-q,--quiet", options.quiet, "No progress lines");
     CLI11_PARSE(app, argc, argv);
     options.variant.work_stealing = !no_steal;
+    if (payload_step != "auto") {
+        options.variant.payload_step = payload_step == "on";
+    }
     options.workload.zipfian = options.distribution == "zipf";
     try {
         return mx::bench::ycsb::run(options);

@@ -114,6 +114,7 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
     tree_config.prefetch_hints = config.prefetch_hints;
     tree_config.read_prefetch_eighths = config.read_prefetch_eighths;
     tree_config.bypass_min_level = config.bypass_min_level;
+    tree_config.payload_step = config.payload_step;
     RunResult result;
     {
         Tree tree{runtime, tree_config};

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -143,6 +144,7 @@ struct VariantConfig {
     std::uint32_t read_prefetch_eighths{index::blinktree::TreeConfig{}.read_prefetch_eighths};
     std::uint16_t bypass_min_level{index::blinktree::TreeConfig{}.bypass_min_level};
     bool work_stealing{tasking::RuntimeConfig{}.work_stealing};
+    std::optional<bool> payload_step{}; // unset: the tree decides from the measured latency
 };
 
 /// Wall time and TSC cycles around a phase.

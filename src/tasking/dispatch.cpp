@@ -5,9 +5,7 @@
 
 namespace mx::tasking::detail {
 
-std::uint32_t Worker::fill() noexcept {
-    Task **buffer = _buffer.tasks.data();
-    const auto capacity = static_cast<std::uint32_t>(_buffer.capacity());
+std::uint32_t Worker::fill(Task **buffer, std::uint32_t capacity) noexcept {
     for (std::size_t priority = 0; priority < priority_count; ++priority) {
         std::uint32_t count = _pool.take_local(priority, buffer, capacity);
         if (count < capacity && !_domains.empty()) {

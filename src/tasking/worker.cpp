@@ -71,23 +71,43 @@ void Worker::run() noexcept {
 }
 
 void Worker::run_buffer_static() noexcept {
-    // Filling the buffer read every descriptor (the queue links), so only the annotated data
-    // needs prefetching: the first `distance` tasks now, then task i + distance before task i.
+    // Filling the buffer read no descriptor, so the first `distance` tasks are prefetched now,
+    // then task i + distance before task i; top-ups keep that distance across fills.
     const std::uint32_t distance = _buffer.distance;
     if (distance > 0) {
         for (std::uint32_t i = 0; i < std::min(distance, _buffer.size); ++i) {
             prefetch_task_data(*_buffer.tasks[i]);
         }
     }
+    std::uint32_t top_ups = 0;
     while (_buffer.position < _buffer.size) {
-        if (distance > 0 && _buffer.position + distance < _buffer.size) {
-            prefetch_task_data(*_buffer.tasks[_buffer.position + distance]);
+        if (distance > 0) {
+            if (_buffer.position + distance == _buffer.size &&
+                (_held.empty() || top_ups < max_top_ups_holding_domains) && top_up()) {
+                ++top_ups;
+            }
+            if (_buffer.position + distance < _buffer.size) {
+                prefetch_task_data(*_buffer.tasks[_buffer.position + distance]);
+            }
         }
         execute(*_buffer.tasks[_buffer.position++]);
         if (_core->stop_requested()) [[unlikely]] {
             return;
         }
     }
+}
+
+bool Worker::top_up() noexcept {
+    const std::uint32_t remaining = _buffer.size - _buffer.position;
+    Task **tasks = _buffer.tasks.data();
+    std::copy(tasks + _buffer.position, tasks + _buffer.size, tasks);
+    _buffer.position = 0;
+    _buffer.size = remaining;
+    // Like the start of a round: later spawns carry the current epoch.
+    _reclamation.local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
+    const std::uint32_t added = fill(tasks + remaining, _buffer.capacity() - remaining);
+    _buffer.size += added;
+    return added > 0;
 }
 
 void Worker::run_buffer_dynamic() noexcept {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -86,6 +87,23 @@ TEST(BLinkTree, SequentialOperationsMatchAMap) {
     }
     runtime.wait();
     EXPECT_EQ(runtime.live_tasks(), 0U);
+}
+
+TEST(BLinkTree, PayloadStepFollowsTheMeasuredLatencyUnlessSet) {
+    Runtime runtime{RuntimeConfig{.workers = 1}};
+    TreeConfig always;
+    always.payload_step_min_latency = 0;
+    TreeConfig never;
+    never.payload_step_min_latency = std::numeric_limits<std::uint32_t>::max();
+    TreeConfig forced_off = always;
+    forced_off.payload_step = false;
+    TreeConfig forced_on = never;
+    forced_on.payload_step = true;
+    EXPECT_TRUE(SmallTree(runtime, always).payload_step());
+    EXPECT_FALSE(SmallTree(runtime, never).payload_step());
+    EXPECT_FALSE(SmallTree(runtime, forced_off).payload_step());
+    EXPECT_TRUE(SmallTree(runtime, forced_on).payload_step());
+    runtime.wait();
 }
 
 TEST(BLinkTree, DefaultNodeSizeGrowsSeveralLevels) {
@@ -237,6 +255,7 @@ struct StressParam {
     std::optional<Primitive> primitive;
     std::uint16_t workers;
     std::uint16_t bypass_min_level{2}; // TreeConfig's default
+    bool payload_step{false};
 };
 
 class BLinkTreeStress : public ::testing::TestWithParam<StressParam> {};
@@ -251,7 +270,9 @@ TEST_P(BLinkTreeStress, ClientsMatchTheirOraclesAndTheTreeStaysValid) {
         TreeConfig tree_config;
         tree_config.primitive = GetParam().primitive;
         tree_config.bypass_min_level = GetParam().bypass_min_level;
+        tree_config.payload_step = GetParam().payload_step;
         SmallTree tree{runtime, tree_config};
+        ASSERT_EQ(tree.payload_step(), GetParam().payload_step);
         ClientRun run;
         run.tree = &tree;
         run.clients.resize(clients);
@@ -296,19 +317,24 @@ std::vector<StressParam> stress_params() {
         {"scheduling", Primitive::scheduling},
     };
     static std::vector<std::string> names;
-    names.reserve(64); // params keep pointers into it: no reallocation
-    for (const auto &[name, primitive] : primitives) {
-        for (const std::uint16_t workers : {std::uint16_t{1}, std::uint16_t{2}, std::uint16_t{4}}) {
-            names.push_back(std::string{name} + "_workers" + std::to_string(workers));
-            params.push_back(StressParam{names.back().c_str(), primitive, workers});
+    names.reserve(128); // params keep pointers into it: no reallocation
+    // Reading steps in one round, and in two rounds (the payload line in a round of its own).
+    for (const bool payload_step : {false, true}) {
+        const std::string suffix = payload_step ? "_payload_step" : "";
+        for (const auto &[name, primitive] : primitives) {
+            for (const std::uint16_t workers : {std::uint16_t{1}, std::uint16_t{2}, std::uint16_t{4}}) {
+                names.push_back(std::string{name} + "_workers" + std::to_string(workers) + suffix);
+                params.push_back(StressParam{names.back().c_str(), primitive, workers, 2, payload_step});
+            }
         }
-    }
-    // Every step through the pool (no bypass), and bypass down to the branch level.
-    for (const std::uint16_t bypass : {std::uint16_t{0}, std::uint16_t{1}}) {
-        for (const std::uint16_t workers : {std::uint16_t{1}, std::uint16_t{2}, std::uint16_t{4}}) {
-            names.push_back("cost_model_bypass" + std::to_string(bypass) + "_workers" +
-                            std::to_string(workers));
-            params.push_back(StressParam{names.back().c_str(), std::nullopt, workers, bypass});
+        // Every step through the pool (no bypass), and bypass down to the branch level.
+        for (const std::uint16_t bypass : {std::uint16_t{0}, std::uint16_t{1}}) {
+            for (const std::uint16_t workers : {std::uint16_t{1}, std::uint16_t{2}, std::uint16_t{4}}) {
+                names.push_back("cost_model_bypass" + std::to_string(bypass) + "_workers" +
+                                std::to_string(workers) + suffix);
+                params.push_back(
+                    StressParam{names.back().c_str(), std::nullopt, workers, bypass, payload_step});
+            }
         }
     }
     return params;

@@ -160,6 +160,12 @@ struct Node {
             1, std::min<std::size_t>(60, (bytes + system::cache_line_size - 1) / system::cache_line_size));
         return count_lines >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << count_lines) - 1U;
     }
+    /// Number of the line (relative to the node) holding payload slot `index`.
+    static std::uint32_t payload_line_number(std::uint16_t index) noexcept {
+        return static_cast<std::uint32_t>(
+            (offsetof(Node, payload) + sizeof(std::uint64_t) * std::min<std::uint16_t>(index, capacity - 1)) /
+            system::cache_line_size);
+    }
     /// Line of payload slot `index`.
     [[nodiscard]] const void *payload_line(std::uint16_t index) const noexcept {
         return &payload[std::min<std::uint16_t>(index, capacity - 1)];

@@ -18,6 +18,7 @@
 #include "mx/index/blinktree/check.h"
 #include "mx/index/blinktree/node.h"
 #include "mx/sync/primitives.h"
+#include "mx/system/memory_latency.h"
 #include "mx/tasking/runtime.h"
 #include "mx/tasking/task_group.h"
 
@@ -73,6 +74,18 @@ struct TreeConfig {
     /// overhead. Branch nodes (level 1) and leaves are far more numerous and keep their prefetch.
     /// 0 = never bypass.
     std::uint16_t bypass_min_level{2};
+    /// Reading steps on pooled nodes (below bypass_min_level) in two rounds: the first searches
+    /// the prefetched key lines and queues the task again with a hint for the one payload line
+    /// the step needs (the child, or the found value); the second reads it. The payload line of
+    /// a lookup is otherwise a miss the worker waits for, which pays off where a miss costs much
+    /// more than a dispatch (memory far away, e.g. DRAM behind nested paging) and not where the
+    /// nodes sit in a large L3. Unset: on when the runtime's measured load latency is at least
+    /// payload_step_min_latency cycles.
+    std::optional<bool> payload_step{};
+    std::uint32_t payload_step_min_latency{payload_step_default_min_latency};
+    /// A dispatch costs on the order of a hundred cycles; below this latency the second round
+    /// costs more than the miss it hides.
+    static constexpr std::uint32_t payload_step_default_min_latency = 400;
 };
 
 template <std::size_t NodeSize = 1024>
@@ -84,7 +97,9 @@ public:
     explicit BLinkTree(tasking::Runtime &runtime, TreeConfig config = {})
         : _runtime(&runtime), _config(config),
           _read_mask(NodeType::header_and_keys_mask(config.read_prefetch_eighths)),
-          _write_mask(NodeType::header_and_keys_mask(config.write_prefetch_eighths)) {
+          _write_mask(NodeType::header_and_keys_mask(config.write_prefetch_eighths)),
+          _payload_step(config.payload_step.value_or(system::load_latency_cycles() >=
+                                                     config.payload_step_min_latency)) {
         _root.store(runtime.new_resource<NodeType>(node_annotation(0), std::uint16_t{0}),
                     std::memory_order_release);
     }
@@ -135,6 +150,8 @@ public:
         return collect_entries<NodeSize>(root());
     }
     [[nodiscard]] const TreeConfig &config() const noexcept { return _config; }
+    /// TreeConfig::payload_step as resolved at construction.
+    [[nodiscard]] bool payload_step() const noexcept { return _payload_step; }
 
 private:
     class OperationTask;
@@ -219,6 +236,7 @@ private:
     TreeConfig _config;
     std::uint64_t _read_mask;
     std::uint64_t _write_mask;
+    bool _payload_step;
     // Written by the writer of the current root when it splits; read by every operation start.
     alignas(system::cache_line_size) std::atomic<NodeRef> _root{};
 };
@@ -277,6 +295,22 @@ private:
             move_to(node.right, tasking::AccessMode::read_only);
             return next_step(node.level);
         }
+        if (node.is_leaf() && writes_leaf()) {
+            // The first round of a writer with payload steps (without them writers reach leaves
+            // annotated as writers): name the lines the write will touch.
+            write_leaf_next(ref, node, key);
+            return tasking::TaskResult::successor(this);
+        }
+        if (_payload_pending) {
+            // Second round: the payload line was prefetched; the step below searches the keys
+            // again (cached) and so stands on its own under the node's primitive.
+            _payload_pending = false;
+        } else if (const void *line = payload_to_prefetch(node, key); line != nullptr) {
+            _payload_pending = true;
+            annotate(ref, tasking::AccessMode::read_only);
+            annotate(tasking::PrefetchHint::lines(line, 1U, system::PrefetchMode::temporal));
+            return tasking::TaskResult::successor(this);
+        }
         if (!node.is_leaf()) {
             if (_request.operation == Operation::insert_separator && node.level == _target_level) {
                 // Reached the parent level as a reader (a root that has grown meanwhile): write.
@@ -284,9 +318,10 @@ private:
                 return tasking::TaskResult::successor(this);
             }
             const NodeRef child = node.child(key);
+            // With payload steps a writer reads the leaf first (see write_leaf_next).
             const bool write_child = _request.operation == Operation::insert_separator
                                          ? node.level == _target_level + 1
-                                         : node.is_branch() && writes_leaf();
+                                         : node.is_branch() && writes_leaf() && !_tree->_payload_step;
             _parent = ref;
             move_to(child, write_child ? tasking::AccessMode::write : tasking::AccessMode::read_only);
             return next_step(static_cast<std::uint16_t>(node.level - 1));
@@ -298,6 +333,49 @@ private:
         _result.found = index != NodeType::capacity;
         _result.value = _result.found ? node.payload[index] : 0;
         return finish();
+    }
+
+    /// The payload line the step on `node` will read, when it is worth a round of its own (see
+    /// TreeConfig::payload_step); nullptr otherwise.
+    [[nodiscard]] const void *payload_to_prefetch(const NodeType &node, Key key) const noexcept {
+        const std::uint16_t bypass_from = _tree->_config.bypass_min_level;
+        const bool pooled = bypass_from == 0 || node.level < bypass_from;
+        if (!_tree->_payload_step || !pooled || _request.operation == Operation::scan ||
+            _request.operation == Operation::insert_separator) {
+            return nullptr;
+        }
+        const std::uint16_t index = node.lower_bound(key);
+        const std::uint16_t count = node.safe_count();
+        const bool exact = index < count && node.keys[index] == key;
+        if (node.is_leaf()) {
+            // A missing key needs no value.
+            return exact ? node.payload_line(index) : nullptr;
+        }
+        const int slot = static_cast<int>(index) + (exact ? 1 : 0) - 1;
+        // The leftmost child lives in the header line, which is cached already.
+        return slot < 0 ? nullptr : node.payload_line(static_cast<std::uint16_t>(slot));
+    }
+
+    /// Annotates this task as the writer of `node` with a hint for the key lines and the
+    /// payload lines the write touches: the found entry's (update), or those from the entry's
+    /// position to the end (an insert or remove shifts them).
+    void write_leaf_next(NodeRef ref, const NodeType &node, Key key) noexcept {
+        const std::uint16_t index = node.lower_bound(key);
+        const std::uint16_t count = node.safe_count();
+        const bool exact = index < count && node.keys[index] == key;
+        std::uint64_t mask = _tree->_write_mask;
+        const auto line_of = [](std::uint16_t slot) { return NodeType::payload_line_number(slot); };
+        if (_request.operation == Operation::update) {
+            mask |= exact ? std::uint64_t{1} << line_of(index) : 0U;
+        } else {
+            for (std::uint32_t line = line_of(index); line <= line_of(count); ++line) {
+                mask |= std::uint64_t{1} << line;
+            }
+        }
+        annotate(ref, tasking::AccessMode::write);
+        if (_tree->_config.prefetch_hints) {
+            annotate(tasking::PrefetchHint::lines(&node, mask, system::PrefetchMode::for_write));
+        }
     }
 
     tasking::TaskResult scan_leaf(const NodeType &node) noexcept {
@@ -400,6 +478,9 @@ private:
     OpResult _result{};
     NodeRef _parent{}; // last inner node this task descended from (hint for split propagation)
     std::uint16_t _target_level{0};
+    // Set by a step that queued this task again for its payload line (TreeConfig::payload_step).
+    // A re-run after a failed validation sees it set and performs the whole step in one round.
+    bool _payload_pending{false};
 };
 
 } // namespace mx::index::blinktree

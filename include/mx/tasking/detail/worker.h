@@ -130,6 +130,9 @@ private:
     void resume_group_round() noexcept;
     void execute_sampled(Task &task) noexcept;
     void run_buffer_static() noexcept;
+    /// Top-ups per round while the worker holds synchronization domains: a held domain cannot be
+    /// stolen, so a round that keeps topping up must end now and then to let them go.
+    static constexpr std::uint32_t max_top_ups_holding_domains = 4;
     void run_buffer_dynamic() noexcept;
     /// Runs the task under its resource's primitive. False: an optimistic read kept failing;
     /// the task was put back into the pool.
@@ -150,7 +153,12 @@ private:
     /// Owner: moves the next tasks of the highest non-empty priority into the buffer: pinned and
     /// local tasks, then the owned domains' queues (holding each domain it takes tasks from),
     /// then the remote queues.
-    std::uint32_t fill() noexcept;
+    std::uint32_t fill() noexcept { return fill(_buffer.tasks.data(), _buffer.capacity()); }
+    std::uint32_t fill(Task **buffer, std::uint32_t capacity) noexcept;
+    /// Static prefetching: when the buffer is down to the `distance` tasks already prefetched,
+    /// moves them to its front and fills the rest, so the next tasks get prefetched while those
+    /// run instead of the next round starting cold. Returns false when the round should end.
+    bool top_up() noexcept;
     /// Takes up to `capacity` tasks of `priority` from the domains this worker owns.
     std::uint32_t take_domains(std::size_t priority, Task **buffer, std::uint32_t capacity) noexcept;
     /// Ends the holds of fill(): the buffer's tasks have run.

@@ -415,11 +415,13 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
     }
     reject_unsupported(select, *this);
     const std::string op = string_field(select, "op");
-    if (!op.empty() && op != "SETOP_NONE") {
-        fail("UNION, INTERSECT and EXCEPT are not supported", -1);
-    }
-    if (field(select, "valuesLists").is_array()) {
-        fail("VALUES lists are only supported in INSERT", -1);
+    const bool set_operation = !op.empty() && op != "SETOP_NONE";
+    if (set_operation || field(select, "valuesLists").is_array()) {
+        if (field(select, "sortClause").is_array() || !field(select, "limitCount").is_null() ||
+            !field(select, "limitOffset").is_null() || field(select, "withClause").is_object()) {
+            return bind_result_of(select, outer, correlation, exists);
+        }
+        return set_operation ? bind_set_operation(select, outer) : bind_values(select);
     }
     Block block;
     block.scope.parent = outer;

@@ -152,6 +152,15 @@ private:
     void bind_subquery_conjunct(const Json &sublink, bool negated, Block &block);
     std::vector<const Json *> split_and(const Json &node, int depth);
 
+    // binder_setop.cpp: UNION / INTERSECT / EXCEPT and VALUES
+    /// A set operation or VALUES list with ORDER BY, LIMIT, OFFSET or WITH, bound as
+    /// SELECT * FROM (it) ORDER BY ... LIMIT ...
+    BoundQuery bind_result_of(const Json &select, Scope *outer, Correlation correlation, bool exists);
+    BoundQuery bind_set_operation(const Json &select, Scope *outer);
+    BoundQuery bind_values(const Json &select);
+    /// The type both sides of a set operation are cast to (DuckDB's rules); TypeError if none.
+    static db::Type set_operation_type(const db::Type &a, const db::Type &b);
+
     // binder_expression.cpp
     Bound bind(const Json &node, Context &context);
     db::ExprPtr bind_value(const Json &node, Context &context);

@@ -82,6 +82,23 @@ LogicalPtr make_limit(LogicalPtr child, std::optional<std::uint64_t> limit, std:
     return node;
 }
 
+LogicalPtr make_union_all(std::vector<LogicalPtr> children, std::vector<ColumnId> output) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::union_all;
+    node->output = std::move(output);
+    node->children = std::move(children);
+    return node;
+}
+
+LogicalPtr make_repeat(LogicalPtr child, db::ExprPtr count) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::repeat;
+    node->output = child->output;
+    node->children.push_back(std::move(child));
+    node->expressions.push_back(std::move(count));
+    return node;
+}
+
 std::vector<ColumnId> columns_of(const db::Expr &expression) {
     std::vector<std::uint32_t> ids;
     db::expr::collect_columns(expression, ids);

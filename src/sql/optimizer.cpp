@@ -868,6 +868,15 @@ void Optimizer::estimate(LogicalNode &node) {
         }
         break;
     }
+    case LogicalKind::union_all:
+        node.rows = 0.0;
+        for (const auto &child : node.children) {
+            node.rows += child->rows;
+        }
+        break;
+    case LogicalKind::repeat:
+        node.rows = node.children[0]->rows;
+        break;
     case LogicalKind::sort:
     case LogicalKind::limit: {
         double rows = node.children[0]->rows;

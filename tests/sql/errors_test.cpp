@@ -65,8 +65,6 @@ TEST_F(ErrorTest, SyntaxErrorsHaveExactPositions) {
 }
 
 TEST_F(ErrorTest, UnsupportedFeaturesAreNamed) {
-    expect_error("SELECT name FROM emp UNION SELECT dname FROM dept",
-                 "UNION, INTERSECT and EXCEPT are not supported", 1);
     expect_error("SELECT abs(id) FROM emp", "function abs() is not supported", 8);
     expect_error("SELECT id FROM emp WHERE name ILIKE 'a%'", "ILIKE is not supported", 31);
     expect_error("SELECT rank() OVER (ORDER BY id) FROM emp", "window functions are not supported", 8);

@@ -446,6 +446,30 @@ LogicalPtr Optimizer::place(LogicalPtr leaf, std::vector<db::ExprPtr> conjuncts)
         leaf = rewrite(std::move(leaf));
         break;
     }
+    case LogicalKind::union_all: {
+        // A condition on the concatenation's columns holds for each input's rows: every input
+        // filters its own (in its columns).
+        const std::set<ColumnId> outputs = id_set(leaf->output);
+        std::vector<db::ExprPtr> below;
+        for (auto &conjunct : conjuncts) {
+            const auto ids = columns_of(*conjunct);
+            (!ids.empty() && subset(ids, outputs) ? below : above).push_back(std::move(conjunct));
+        }
+        for (auto &child : leaf->children) {
+            std::map<ColumnId, ColumnId> through;
+            for (std::size_t i = 0; i < leaf->output.size(); ++i) {
+                through[leaf->output[i]] = child->output[i];
+            }
+            std::vector<db::ExprPtr> remapped;
+            for (const auto &conjunct : below) {
+                remapped.push_back(
+                    db::expr::remap_columns(conjunct, [&](std::uint32_t id) { return through.at(id); }));
+            }
+            child = rewrite(remapped.empty() ? std::move(child)
+                                             : make_filter(std::move(child), std::move(remapped)));
+        }
+        break;
+    }
     default:
         above = std::move(conjuncts);
         leaf = rewrite(std::move(leaf));

@@ -227,6 +227,19 @@ TEST_F(SetOpTest, ValuesLists) {
     EXPECT_NE(error_of("VALUES (1), (DATE '2020-01-01')").find("cannot be matched"), std::string::npos);
 }
 
+TEST_F(SetOpTest, ConditionsOnTheResultFilterEveryInput) {
+    const std::string sql = "SELECT x FROM (SELECT x FROM a UNION ALL SELECT x FROM b) t WHERE x = 2";
+    EXPECT_EQ(rows(sql), (Rows{"2", "2", "2"}));
+    // Pushed below the union into both inputs: into b's scan, and over the cast of a's column.
+    const std::string plan = db.explain(sql);
+    EXPECT_EQ(plan.rfind("Plan:\n  UnionAll", 0), 0U) << plan;
+    EXPECT_NE(plan.find("Scan b [x] where (x = 2)"), std::string::npos) << plan;
+    EXPECT_NE(plan.find("Filter (x = 2)"), std::string::npos) << plan;
+    EXPECT_EQ(
+        rows("SELECT x FROM (SELECT x FROM a UNION SELECT x FROM b) t WHERE x > 2 OR x IS NULL ORDER BY 1"),
+        (Rows{"3", "4", "NULL"}));
+}
+
 TEST_F(SetOpTest, ExplainShowsTheSetOperators) {
     const std::string plan = db.explain("SELECT x FROM a INTERSECT ALL SELECT x FROM b");
     EXPECT_NE(plan.find("UnionAll"), std::string::npos) << plan;

@@ -274,3 +274,97 @@ TEST(SetOpsLarge, UnionAllAndExceptOverManyMorsels) {
 }
 
 } // namespace mx::sql::test
+
+namespace mx::sql::test {
+
+namespace {
+
+/// a(x, s, k), b(x, s, v), c(x, w): x and s shared by a and b, x by all three.
+constexpr const char *join_tables = R"sql(
+CREATE TABLE a (x INTEGER, s VARCHAR, k INTEGER);
+INSERT INTO a VALUES (1, 'a', 1), (2, 'b', 2), (NULL, 'n', 3);
+CREATE TABLE b (x BIGINT, s VARCHAR, v INTEGER);
+INSERT INTO b VALUES (2, 'b', 20), (3, 'c', 30), (NULL, 'n', 40);
+CREATE TABLE c (x INTEGER, w INTEGER);
+INSERT INTO c VALUES (2, 200), (3, 300);
+)sql";
+
+class JoinUsingTest : public ::testing::Test {
+protected:
+    JoinUsingTest() : runtime(four_workers()), db(runtime, tiny_batches()) { db.execute(join_tables); }
+
+    Rows rows(const std::string &sql) { return rows_of(db.query(sql)); }
+    std::vector<std::string> names(const std::string &sql) {
+        std::vector<std::string> out;
+        for (const auto &column : db.query(sql).columns) {
+            out.push_back(column.name);
+        }
+        return out;
+    }
+    std::string error_of(const std::string &sql) {
+        try {
+            db.execute(sql);
+        } catch (const SqlError &error) {
+            return error.what();
+        }
+        ADD_FAILURE() << "no error for: " << sql;
+        return {};
+    }
+
+    tasking::Runtime runtime;
+    Database db;
+};
+
+} // namespace
+
+TEST_F(JoinUsingTest, UsingShowsTheJoinColumnOnceInTheLeftPosition) {
+    EXPECT_EQ(names("SELECT * FROM a JOIN b USING (x)"), (Rows{"x", "s", "k", "s", "v"}));
+    EXPECT_EQ(rows("SELECT * FROM a JOIN b USING (x)"), (Rows{"2|b|2|b|20"}));
+    EXPECT_EQ(rows("SELECT * FROM a LEFT JOIN b USING (x) ORDER BY 1, 2"),
+              (Rows{"1|a|1|NULL|NULL", "2|b|2|b|20", "NULL|n|3|NULL|NULL"}));
+    // RIGHT JOIN: the merged column is the right side's (BIGINT here).
+    EXPECT_EQ(rows("SELECT * FROM a RIGHT JOIN b USING (x) ORDER BY 1, 2"),
+              (Rows{"2|b|2|b|20", "3|NULL|NULL|c|30", "NULL|NULL|NULL|n|40"}));
+    EXPECT_EQ(db.query("SELECT x FROM a RIGHT JOIN b USING (x)").columns[0].type, db::Type::bigint());
+    EXPECT_EQ(rows("SELECT x, a.x, b.x FROM a RIGHT JOIN b USING (x) ORDER BY 2, 3"),
+              (Rows{"2|2|2", "3|NULL|3", "NULL|NULL|NULL"}));
+    // Qualified stars show every column of their table.
+    EXPECT_EQ(names("SELECT a.*, b.* FROM a JOIN b USING (x)"), (Rows{"x", "s", "k", "x", "s", "v"}));
+    EXPECT_EQ(rows("SELECT * FROM a JOIN b USING (s) ORDER BY 1, 2"),
+              (Rows{"2|b|2|2|20", "NULL|n|3|NULL|40"}));
+    // NULL keys never match.
+    EXPECT_EQ(rows("SELECT count(*) FROM a JOIN b USING (x, s)"), (Rows{"1"}));
+}
+
+TEST_F(JoinUsingTest, ChainedUsingAndNaturalJoins) {
+    EXPECT_EQ(rows("SELECT * FROM a JOIN b USING (x) JOIN c USING (x)"), (Rows{"2|b|2|b|20|200"}));
+    EXPECT_EQ(rows("SELECT * FROM a RIGHT JOIN b USING (x) JOIN c USING (x) ORDER BY 1"),
+              (Rows{"2|b|2|b|20|200", "3|NULL|NULL|c|30|300"}));
+    EXPECT_EQ(rows("SELECT * FROM a JOIN c USING (x) JOIN b USING (x)"), (Rows{"2|b|2|200|b|20"}));
+    EXPECT_EQ(names("SELECT * FROM a NATURAL JOIN b"), (Rows{"x", "s", "k", "v"}));
+    EXPECT_EQ(rows("SELECT * FROM a NATURAL JOIN b"), (Rows{"2|b|2|20"}));
+    EXPECT_EQ(rows("SELECT * FROM a NATURAL LEFT JOIN b ORDER BY 1, 2"),
+              (Rows{"1|a|1|NULL", "2|b|2|20", "NULL|n|3|NULL"}));
+    EXPECT_EQ(rows("SELECT * FROM a NATURAL JOIN c"), (Rows{"2|b|2|200"}));
+    // The merged column groups and sorts like any other.
+    EXPECT_EQ(rows("SELECT x, count(*) FROM a NATURAL RIGHT JOIN b GROUP BY x ORDER BY x"),
+              (Rows{"2|1", "3|1", "NULL|1"}));
+}
+
+TEST_F(JoinUsingTest, ErrorsNameTheColumn) {
+    EXPECT_NE(error_of("SELECT * FROM a JOIN b USING (y)")
+                  .find("column \"y\" specified in USING clause does not exist in left table"),
+              std::string::npos);
+    EXPECT_NE(error_of("SELECT * FROM a JOIN b USING (k)")
+                  .find("column \"k\" specified in USING clause does not exist in right table"),
+              std::string::npos);
+    EXPECT_NE(error_of("SELECT * FROM a JOIN b USING (s) JOIN c USING (x)")
+                  .find("common column name \"x\" appears more than once in left table"),
+              std::string::npos);
+    EXPECT_NE(error_of("SELECT * FROM a NATURAL JOIN (SELECT 1 AS z) t").find("NATURAL JOIN found no column"),
+              std::string::npos);
+    EXPECT_NE(error_of("SELECT * FROM a JOIN b USING (x, x)").find("appears more than once in USING clause"),
+              std::string::npos);
+}
+
+} // namespace mx::sql::test

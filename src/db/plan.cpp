@@ -180,9 +180,14 @@ PlanPtr hash_join(PlanPtr probe, PlanPtr build, JoinKind kind, std::vector<ExprP
     node->kind = PlanKind::hash_join;
     node->join_kind = kind;
     node->output = probe->output;
-    if (kind == JoinKind::inner || kind == JoinKind::left_outer) {
+    if (kind == JoinKind::full_outer) {
+        for (OutputColumn &column : node->output) {
+            column.nullable = true;
+        }
+    }
+    if (kind == JoinKind::inner || kind == JoinKind::left_outer || kind == JoinKind::full_outer) {
         for (OutputColumn column : build->output) {
-            column.nullable = column.nullable || kind == JoinKind::left_outer;
+            column.nullable = column.nullable || kind != JoinKind::inner;
             node->output.push_back(std::move(column));
         }
     }
@@ -408,6 +413,8 @@ const char *join_kind_name(JoinKind kind) noexcept {
         return "semi";
     case JoinKind::anti:
         return "anti";
+    case JoinKind::full_outer:
+        return "full outer";
     }
     return "?";
 }

@@ -273,8 +273,10 @@ LogicalPtr Binder::bind_join(const Json &body, Block &block) {
     } else if (type == "JOIN_RIGHT") {
         join_kind = db::JoinKind::left_outer;
         swap = true;
+    } else if (type == "JOIN_FULL") {
+        join_kind = db::JoinKind::full_outer;
     } else if (type != "JOIN_INNER") {
-        fail("FULL OUTER JOIN is not supported", location);
+        fail("unsupported join type " + type, location);
     }
 
     // USING (a, b) / NATURAL: the columns to join on, found among the visible columns of each
@@ -333,8 +335,9 @@ LogicalPtr Binder::bind_join(const Json &body, Block &block) {
     }
 
     // The preserved side's columns stay as they are; the other side's become nullable.
-    if (join_kind == db::JoinKind::left_outer) {
-        const std::size_t from = swap ? left_begin : left_entries;
+    if (join_kind == db::JoinKind::left_outer || join_kind == db::JoinKind::full_outer) {
+        const bool full = join_kind == db::JoinKind::full_outer;
+        const std::size_t from = swap || full ? left_begin : left_entries;
         const std::size_t to = swap ? left_entries : right_end;
         for (std::size_t e = from; e < to; ++e) {
             for (ColumnId id : block.scope.entries[e].ids) {
@@ -342,13 +345,28 @@ LogicalPtr Binder::bind_join(const Json &body, Block &block) {
             }
         }
     }
-    // Unqualified, a join column is the left's (the right's for RIGHT JOIN): the left side's
-    // entry shows the merged column in its place, the right side's copy is hidden.
+    // Unqualified, a join column is the left's (the right's for RIGHT JOIN, COALESCE(left,
+    // right) for FULL JOIN, computed by a projection above the join): the left side's entry
+    // shows the merged column in its place, the right side's copy is hidden.
+    std::vector<db::ExprPtr> coalesced;
+    std::vector<ColumnId> coalesced_ids;
     for (const JoinColumn &column : join_columns) {
         RangeEntry &l = block.scope.entries[column.left.first];
         RangeEntry &r = block.scope.entries[column.right.first];
-        const ColumnId merged =
-            swap ? r.unqualified_id(column.right.second) : l.unqualified_id(column.left.second);
+        ColumnId merged = swap ? r.unqualified_id(column.right.second) : l.unqualified_id(column.left.second);
+        if (join_kind == db::JoinKind::full_outer) {
+            const ColumnId a = l.unqualified_id(column.left.second);
+            const ColumnId b = r.unqualified_id(column.right.second);
+            db::ExprPtr value;
+            try {
+                value = db::expr::coalesce({_columns.ref(a), _columns.ref(b)});
+            } catch (const db::TypeError &error) {
+                fail(error.what(), location);
+            }
+            merged = _columns.add(_columns[a].name, value->type(), true);
+            coalesced.push_back(std::move(value));
+            coalesced_ids.push_back(merged);
+        }
         if (l.merged.empty()) {
             l.merged = l.ids;
         }
@@ -379,7 +397,18 @@ LogicalPtr Binder::bind_join(const Json &body, Block &block) {
     if (swap) {
         std::swap(left, right);
     }
-    return make_join(join_kind, std::move(left), std::move(right), std::move(conjuncts));
+    LogicalPtr join = make_join(join_kind, std::move(left), std::move(right), std::move(conjuncts));
+    if (coalesced.empty()) {
+        return join;
+    }
+    std::vector<db::ExprPtr> expressions;
+    std::vector<ColumnId> ids = join->output;
+    for (const ColumnId id : ids) {
+        expressions.push_back(_columns.ref(id));
+    }
+    expressions.insert(expressions.end(), coalesced.begin(), coalesced.end());
+    ids.insert(ids.end(), coalesced_ids.begin(), coalesced_ids.end());
+    return make_project(std::move(join), std::move(expressions), std::move(ids));
 }
 
 void Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &block) {

@@ -40,7 +40,7 @@ LogicalPtr make_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right,
     node->kind = LogicalKind::join;
     node->join_kind = kind;
     node->output = left->output;
-    if (kind == db::JoinKind::inner || kind == db::JoinKind::left_outer) {
+    if (kind == db::JoinKind::inner || kind == db::JoinKind::left_outer || kind == db::JoinKind::full_outer) {
         node->output.insert(node->output.end(), right->output.begin(), right->output.end());
     }
     node->children.push_back(std::move(left));

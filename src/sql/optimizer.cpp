@@ -377,6 +377,13 @@ LogicalPtr Optimizer::rewrite(LogicalPtr node) {
         if (node->join_kind == db::JoinKind::left_outer) {
             return rewrite_outer_join(std::move(node));
         }
+        if (node->join_kind == db::JoinKind::full_outer) {
+            // Both sides are preserved: no condition moves across the join.
+            for (auto &child : node->children) {
+                child = rewrite(std::move(child));
+            }
+            return node;
+        }
         return rewrite_region(std::move(node));
     case LogicalKind::get:
         return node;
@@ -429,7 +436,13 @@ LogicalPtr Optimizer::place(LogicalPtr leaf, std::vector<db::ExprPtr> conjuncts)
         place_through(*leaf, leaf->groups, std::move(conjuncts), above, true);
         break;
     case LogicalKind::join: {
-        // Only outer joins are leaves of a region: conditions on the preserved side go below.
+        // Only outer joins are leaves of a region: conditions on the preserved side go below
+        // (a full outer join preserves both: they stay above).
+        if (leaf->join_kind == db::JoinKind::full_outer) {
+            above = std::move(conjuncts);
+            leaf = rewrite(std::move(leaf));
+            break;
+        }
         const std::set<ColumnId> left = id_set(leaf->children[0]->output);
         std::vector<db::ExprPtr> below;
         for (auto &conjunct : conjuncts) {
@@ -863,6 +876,9 @@ void Optimizer::estimate(LogicalNode &node) {
             break;
         case db::JoinKind::left_outer:
             node.rows = std::max(left, inner);
+            break;
+        case db::JoinKind::full_outer:
+            node.rows = std::max({left, right, inner});
             break;
         case db::JoinKind::semi:
             node.rows = right > 0 ? left * matched : 0.0;

@@ -210,8 +210,9 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
         const std::set<ColumnId> right_ids(node.children[1]->output.begin(), node.children[1]->output.end());
         std::set<ColumnId> left_needed;
         std::set<ColumnId> right_needed;
-        const bool keeps_right =
-            node.join_kind == db::JoinKind::inner || node.join_kind == db::JoinKind::left_outer;
+        const bool keeps_right = node.join_kind == db::JoinKind::inner ||
+                                 node.join_kind == db::JoinKind::left_outer ||
+                                 node.join_kind == db::JoinKind::full_outer;
         for (ColumnId id : required) {
             if (left_ids.count(id) > 0) {
                 left_needed.insert(id);

@@ -40,7 +40,9 @@ enum class PlanKind : std::uint8_t {
     union_all,
     repeat
 };
-enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti };
+/// full_outer: a left outer join that also emits every build row without a partner, with NULLs
+/// on the probe side.
+enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti, full_outer };
 /// Non-partitioned: one shared hash table built by all workers. Radix-partitioned: micro
 /// partitioning into per-partition tables that fit the cache (large builds).
 enum class JoinStrategy : std::uint8_t { automatic, non_partitioned, radix_partitioned };
@@ -94,8 +96,9 @@ struct PlanNode {
     bool bloom_filter{true};
     std::vector<ExprPtr> probe_keys; // over the probe child's output
     std::vector<ExprPtr> build_keys; // over the build child's output
-    /// Optional extra join condition over (probe output ++ build output); for left_outer a
-    /// probe row without a build row satisfying keys and residual gets NULLs on the build side.
+    /// Optional extra join condition over (probe output ++ build output); for left_outer and
+    /// full_outer a probe row without a build row satisfying keys and residual gets NULLs on the
+    /// build side (for full_outer, a build row without such a probe row NULLs on the probe side).
     ExprPtr residual;
 
     // aggregate: output = group expressions, then aggregates
@@ -136,7 +139,7 @@ namespace plan {
 } // namespace plan
 
 /// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
-/// "anti"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct".
+/// "anti", "full outer"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;
 [[nodiscard]] const char *aggregate_function_name(AggregateFunction function) noexcept;
 

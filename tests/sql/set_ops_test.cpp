@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sql/sql_test_support.h"
@@ -246,6 +250,63 @@ TEST_F(SetOpTest, ExplainShowsTheSetOperators) {
     EXPECT_NE(plan.find("Repeat each row"), std::string::npos) << plan;
     EXPECT_NE(plan.find("Aggregate group by"), std::string::npos) << plan;
     EXPECT_NE(db.explain("SELECT x FROM a UNION ALL SELECT x FROM b").find("union all"), std::string::npos);
+}
+
+TEST_F(SetOpTest, LongChainsAreNoDeepNesting) {
+    // 300 branches: deeper than the 64 nested query blocks allowed, but a left-deep chain is
+    // bound in a loop, and consecutive UNION ALLs are one node. The last UNION deduplicates
+    // everything before it (0..99); the two UNION ALLs after it add 98 and 99 again.
+    std::string sql = "SELECT 0 AS v";
+    for (int i = 1; i < 300; ++i) {
+        sql.append(i % 3 == 0 ? " UNION SELECT " : " UNION ALL SELECT ").append(std::to_string(i % 100));
+    }
+    EXPECT_EQ(rows("SELECT count(*), count(DISTINCT v), sum(v) FROM (" + sql + ") t"),
+              (Rows{"102|100|5147"}));
+    std::string all = "SELECT 1 AS v";
+    for (int i = 1; i < 300; ++i) {
+        all.append(" UNION ALL SELECT 1");
+    }
+    EXPECT_EQ(rows("SELECT count(*) FROM (" + all + ") t"), (Rows{"300"}));
+    EXPECT_EQ(db.explain(all).find("UnionAll", db.explain(all).find("UnionAll") + 1), std::string::npos);
+}
+
+TEST(SetOpsCancel, CancelStopsASetOperationAndTheDatabaseStaysUsable) {
+    tasking::Runtime runtime{four_workers()};
+    DatabaseOptions options;
+    options.execution.morsel_rows = 256;
+    Database database{runtime, options};
+    database.execute("CREATE TABLE t (a INTEGER NOT NULL)");
+    std::string insert = "INSERT INTO t VALUES ";
+    for (int i = 0; i < 4'000; ++i) {
+        insert.append(i == 0 ? "(" : ", (").append(std::to_string(i % 50)).append(")");
+    }
+    database.execute(insert);
+    // 16 M rows into the union and the per-side counts: far longer than the test waits.
+    constexpr const char *long_query = "SELECT count(*) FROM (SELECT x.a FROM t x, t y UNION ALL SELECT a "
+                                       "FROM t EXCEPT ALL SELECT a FROM t) q";
+    std::atomic<bool> done{false};
+    std::optional<std::string> error;
+    std::thread runner{[&] {
+        try {
+            database.execute(long_query);
+        } catch (const SqlError &e) {
+            error = e.message();
+        }
+        done.store(true);
+    }};
+    const auto start = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (!done.load()) {
+        database.cancel("stopped by the test");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    runner.join();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_TRUE(error.has_value());
+    EXPECT_NE(error->find("stopped by the test"), std::string::npos) << *error;
+    EXPECT_LT(seconds, 10.0);
+    EXPECT_EQ(rows_of(database.query("SELECT count(*) FROM (SELECT a FROM t UNION SELECT a FROM t) q")),
+              (Rows{"50"}));
 }
 
 TEST(SetOpsLarge, UnionAllAndExceptOverManyMorsels) {

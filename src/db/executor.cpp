@@ -181,6 +181,16 @@ void describe_plan(const PlanNode &node, const ExecutionOptions &options, int de
             text.append(" offset ").append(std::to_string(node.offset));
         }
         break;
+    case PlanKind::union_all:
+        text.append("UnionAll [");
+        for (std::size_t i = 0; i < node.output.size(); ++i) {
+            text.append(i > 0 ? ", " : "").append(node.output[i].name);
+        }
+        text.append("]");
+        break;
+    case PlanKind::repeat:
+        text.append("Repeat each row ").append(to_string(*node.expressions[0])).append(" times");
+        break;
     case PlanKind::limit:
         text.append("Limit");
         if (node.limit) {

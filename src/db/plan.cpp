@@ -180,9 +180,14 @@ PlanPtr hash_join(PlanPtr probe, PlanPtr build, JoinKind kind, std::vector<ExprP
     node->kind = PlanKind::hash_join;
     node->join_kind = kind;
     node->output = probe->output;
-    if (kind == JoinKind::inner || kind == JoinKind::left_outer) {
+    if (kind == JoinKind::full_outer) {
+        for (OutputColumn &column : node->output) {
+            column.nullable = true;
+        }
+    }
+    if (kind == JoinKind::inner || kind == JoinKind::left_outer || kind == JoinKind::full_outer) {
         for (OutputColumn column : build->output) {
-            column.nullable = column.nullable || kind == JoinKind::left_outer;
+            column.nullable = column.nullable || kind != JoinKind::inner;
             node->output.push_back(std::move(column));
         }
     }
@@ -306,6 +311,63 @@ PlanPtr limit(PlanPtr child, std::uint64_t limit, std::uint64_t offset) {
     return node;
 }
 
+PlanPtr union_all(std::vector<PlanPtr> children) {
+    if (children.size() < 2) {
+        invalid("union_all", "needs at least two inputs");
+    }
+    for (const auto &child : children) {
+        check_child("union_all", child);
+    }
+    auto node = std::make_unique<PlanNode>();
+    node->kind = PlanKind::union_all;
+    node->output = children.front()->output;
+    double rows = 0.0;
+    for (std::size_t c = 0; c < children.size(); ++c) {
+        const auto &output = children[c]->output;
+        if (output.size() != node->output.size()) {
+            invalid("union_all", std::string("input #")
+                                     .append(std::to_string(c))
+                                     .append(" has ")
+                                     .append(std::to_string(output.size()))
+                                     .append(" columns, the first ")
+                                     .append(std::to_string(node->output.size())));
+        }
+        for (std::size_t i = 0; i < output.size(); ++i) {
+            if (!(output[i].type == node->output[i].type)) {
+                invalid("union_all", std::string("column #")
+                                         .append(std::to_string(i))
+                                         .append(" of input #")
+                                         .append(std::to_string(c))
+                                         .append(" is ")
+                                         .append(output[i].type.to_string())
+                                         .append(", of the first input ")
+                                         .append(node->output[i].type.to_string()));
+            }
+            node->output[i].nullable = node->output[i].nullable || output[i].nullable;
+        }
+        rows = rows < 0 || children[c]->estimated_rows < 0 ? -1.0 : rows + children[c]->estimated_rows;
+    }
+    node->estimated_rows = rows;
+    node->children = std::move(children);
+    return node;
+}
+
+PlanPtr repeat(PlanPtr child, ExprPtr count) {
+    check_child("repeat", child);
+    check_expression("repeat", "count", count, child->output);
+    if (count->type().id != TypeId::integer && count->type().id != TypeId::bigint) {
+        invalid("repeat",
+                std::string("count must be INTEGER or BIGINT, not ").append(count->type().to_string()));
+    }
+    auto node = std::make_unique<PlanNode>();
+    node->kind = PlanKind::repeat;
+    node->output = child->output;
+    node->estimated_rows = child->estimated_rows;
+    node->expressions.push_back(std::move(count));
+    node->children.push_back(std::move(child));
+    return node;
+}
+
 Type aggregate_type(AggregateFunction function, const Type &argument) {
     switch (function) {
     case AggregateFunction::count_star:
@@ -351,6 +413,8 @@ const char *join_kind_name(JoinKind kind) noexcept {
         return "semi";
     case JoinKind::anti:
         return "anti";
+    case JoinKind::full_outer:
+        return "full outer";
     }
     return "?";
 }

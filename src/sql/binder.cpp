@@ -210,68 +210,205 @@ LogicalPtr Binder::bind_from(const Json &item, Block &block) {
                                   location_of(field(body, "subquery")), block);
     }
     if (kind == "JoinExpr") {
-        const std::string type = string_field(body, "jointype");
-        const std::int64_t location = location_of(field(body, "larg"));
-        if (bool_field(body, "isNatural") || field(body, "usingClause").is_array()) {
-            fail("NATURAL joins and JOIN ... USING are not supported (write the condition with ON)",
-                 location);
-        }
-        if (field(body, "alias").is_object()) {
-            fail("aliases of join expressions are not supported", location);
-        }
-        LogicalPtr left = bind_from(field(body, "larg"), block);
-        const std::size_t left_entries = block.scope.entries.size();
-        LogicalPtr right = bind_from(field(body, "rarg"), block);
-        db::JoinKind join_kind = db::JoinKind::inner;
-        bool swap = false;
-        if (type == "JOIN_LEFT") {
-            join_kind = db::JoinKind::left_outer;
-        } else if (type == "JOIN_RIGHT") {
-            join_kind = db::JoinKind::left_outer;
-            swap = true;
-        } else if (type != "JOIN_INNER") {
-            fail("FULL OUTER JOIN is not supported", location);
-        }
-        // The preserved side's columns stay as they are; the other side's become nullable.
-        if (join_kind == db::JoinKind::left_outer) {
-            const std::size_t from = swap ? 0 : left_entries;
-            const std::size_t to = swap ? left_entries : block.scope.entries.size();
-            for (std::size_t e = from; e < to; ++e) {
-                for (ColumnId id : block.scope.entries[e].ids) {
-                    _columns[id].nullable = true;
-                }
-            }
-        }
-        std::vector<db::ExprPtr> conjuncts;
-        const Json &quals = field(body, "quals");
-        if (!quals.is_null()) {
-            Context context;
-            context.scope = &block.scope;
-            context.block = nullptr; // no subqueries in ON
-            context.clause = "JOIN condition";
-            for (const Json *conjunct : split_and(quals, 0)) {
-                db::ExprPtr condition = bind_value(*conjunct, context);
-                if (condition->type().id != db::TypeId::boolean) {
-                    fail("argument of JOIN/ON must be type BOOLEAN, not type " +
-                             condition->type().to_string(),
-                         location_of(*conjunct));
-                }
-                if (!is_true(*condition)) {
-                    conjuncts.push_back(std::move(condition));
-                }
-            }
-        } else if (join_kind != db::JoinKind::inner) {
-            fail("an outer join needs an ON condition", location);
-        }
-        if (swap) {
-            std::swap(left, right);
-        }
-        return make_join(join_kind, std::move(left), std::move(right), std::move(conjuncts));
+        return bind_join(body, block);
     }
     if (kind == "RangeFunction") {
         fail("table functions are not supported", location_of(item));
     }
     fail("unsupported FROM item: " + std::string(kind), location_of(item));
+}
+
+std::vector<std::string> Binder::visible_names(const Block &block, std::size_t from, std::size_t to) {
+    std::vector<std::string> names;
+    for (std::size_t e = from; e < to; ++e) {
+        const RangeEntry &entry = block.scope.entries[e];
+        for (std::size_t i = 0; i < entry.names.size(); ++i) {
+            if (!entry.is_hidden(i)) {
+                names.push_back(entry.names[i]);
+            }
+        }
+    }
+    return names;
+}
+
+std::pair<std::size_t, std::size_t> Binder::join_column(const Block &block, std::size_t from, std::size_t to,
+                                                        const std::string &name, const char *side,
+                                                        std::int64_t location) {
+    std::optional<std::pair<std::size_t, std::size_t>> found;
+    for (std::size_t e = from; e < to; ++e) {
+        const RangeEntry &entry = block.scope.entries[e];
+        for (std::size_t i = 0; i < entry.names.size(); ++i) {
+            if (entry.is_hidden(i) || !equal_names(entry.names[i], name)) {
+                continue;
+            }
+            if (found.has_value()) {
+                fail("common column name \"" + name + "\" appears more than once in " + side + " table",
+                     location);
+            }
+            found = std::make_pair(e, i);
+        }
+    }
+    if (!found.has_value()) {
+        fail("column \"" + name + "\" specified in USING clause does not exist in " + side + " table",
+             location);
+    }
+    return *found;
+}
+
+LogicalPtr Binder::bind_join(const Json &body, Block &block) {
+    const std::string type = string_field(body, "jointype");
+    const std::int64_t location = location_of(field(body, "larg"));
+    if (field(body, "alias").is_object() || field(body, "join_using_alias").is_object()) {
+        fail("aliases of join expressions are not supported", location);
+    }
+    const std::size_t left_begin = block.scope.entries.size();
+    LogicalPtr left = bind_from(field(body, "larg"), block);
+    const std::size_t left_entries = block.scope.entries.size();
+    LogicalPtr right = bind_from(field(body, "rarg"), block);
+    const std::size_t right_end = block.scope.entries.size();
+    db::JoinKind join_kind = db::JoinKind::inner;
+    bool swap = false;
+    if (type == "JOIN_LEFT") {
+        join_kind = db::JoinKind::left_outer;
+    } else if (type == "JOIN_RIGHT") {
+        join_kind = db::JoinKind::left_outer;
+        swap = true;
+    } else if (type == "JOIN_FULL") {
+        join_kind = db::JoinKind::full_outer;
+    } else if (type != "JOIN_INNER") {
+        fail("unsupported join type " + type, location);
+    }
+
+    // USING (a, b) / NATURAL: the columns to join on, found among the visible columns of each
+    // side (a column merged by an earlier USING counts once).
+    std::vector<std::string> using_names;
+    std::vector<std::int64_t> using_locations;
+    if (bool_field(body, "isNatural")) {
+        const std::vector<std::string> right_names = visible_names(block, left_entries, right_end);
+        for (const std::string &name : visible_names(block, left_begin, left_entries)) {
+            const bool shared =
+                std::any_of(right_names.begin(), right_names.end(),
+                            [&](const std::string &other) { return equal_names(name, other); });
+            const bool listed =
+                std::any_of(using_names.begin(), using_names.end(),
+                            [&](const std::string &other) { return equal_names(name, other); });
+            if (shared && !listed) {
+                using_names.push_back(name);
+                using_locations.push_back(location);
+            }
+        }
+        if (using_names.empty()) {
+            // DuckDB refuses what PostgreSQL would run as a cross product.
+            fail("NATURAL JOIN found no column names that both sides have", location);
+        }
+    }
+    for (const Json *name : list_field(body, "usingClause")) {
+        const std::string text = string_value(*name);
+        for (const std::string &other : using_names) {
+            if (equal_names(text, other)) {
+                fail("column name \"" + text + "\" appears more than once in USING clause", location);
+            }
+        }
+        using_names.push_back(text);
+        using_locations.push_back(location);
+    }
+    struct JoinColumn {
+        std::pair<std::size_t, std::size_t> left;
+        std::pair<std::size_t, std::size_t> right;
+    };
+    std::vector<JoinColumn> join_columns;
+    std::vector<db::ExprPtr> conjuncts;
+    for (std::size_t u = 0; u < using_names.size(); ++u) {
+        JoinColumn column{
+            join_column(block, left_begin, left_entries, using_names[u], "left", using_locations[u]),
+            join_column(block, left_entries, right_end, using_names[u], "right", using_locations[u])};
+        const RangeEntry &l = block.scope.entries[column.left.first];
+        const RangeEntry &r = block.scope.entries[column.right.first];
+        Bound a;
+        a.expr = _columns.ref(l.unqualified_id(column.left.second));
+        a.location = using_locations[u];
+        Bound b;
+        b.expr = _columns.ref(r.unqualified_id(column.right.second));
+        b.location = using_locations[u];
+        conjuncts.push_back(compare(db::CompareOp::equal, a, b, using_locations[u]));
+        join_columns.push_back(column);
+    }
+
+    // The preserved side's columns stay as they are; the other side's become nullable.
+    if (join_kind == db::JoinKind::left_outer || join_kind == db::JoinKind::full_outer) {
+        const bool full = join_kind == db::JoinKind::full_outer;
+        const std::size_t from = swap || full ? left_begin : left_entries;
+        const std::size_t to = swap ? left_entries : right_end;
+        for (std::size_t e = from; e < to; ++e) {
+            for (ColumnId id : block.scope.entries[e].ids) {
+                _columns[id].nullable = true;
+            }
+        }
+    }
+    // Unqualified, a join column is the left's (the right's for RIGHT JOIN, COALESCE(left,
+    // right) for FULL JOIN, computed by a projection above the join): the left side's entry
+    // shows the merged column in its place, the right side's copy is hidden.
+    std::vector<db::ExprPtr> coalesced;
+    std::vector<ColumnId> coalesced_ids;
+    for (const JoinColumn &column : join_columns) {
+        RangeEntry &l = block.scope.entries[column.left.first];
+        RangeEntry &r = block.scope.entries[column.right.first];
+        ColumnId merged = swap ? r.unqualified_id(column.right.second) : l.unqualified_id(column.left.second);
+        if (join_kind == db::JoinKind::full_outer) {
+            const ColumnId a = l.unqualified_id(column.left.second);
+            const ColumnId b = r.unqualified_id(column.right.second);
+            db::ExprPtr value;
+            try {
+                value = db::expr::coalesce({_columns.ref(a), _columns.ref(b)});
+            } catch (const db::TypeError &error) {
+                fail(error.what(), location);
+            }
+            merged = _columns.add(_columns[a].name, value->type(), true);
+            coalesced.push_back(std::move(value));
+            coalesced_ids.push_back(merged);
+        }
+        if (l.merged.empty()) {
+            l.merged = l.ids;
+        }
+        l.merged[column.left.second] = merged;
+        r.hidden.resize(r.ids.size(), false);
+        r.hidden[column.right.second] = true;
+    }
+
+    const Json &quals = field(body, "quals");
+    if (!quals.is_null()) {
+        Context context;
+        context.scope = &block.scope;
+        context.block = nullptr; // no subqueries in ON
+        context.clause = "JOIN condition";
+        for (const Json *conjunct : split_and(quals, 0)) {
+            db::ExprPtr condition = bind_value(*conjunct, context);
+            if (condition->type().id != db::TypeId::boolean) {
+                fail("argument of JOIN/ON must be type BOOLEAN, not type " + condition->type().to_string(),
+                     location_of(*conjunct));
+            }
+            if (!is_true(*condition)) {
+                conjuncts.push_back(std::move(condition));
+            }
+        }
+    } else if (join_kind != db::JoinKind::inner && join_columns.empty() && !bool_field(body, "isNatural")) {
+        fail("an outer join needs an ON condition", location);
+    }
+    if (swap) {
+        std::swap(left, right);
+    }
+    LogicalPtr join = make_join(join_kind, std::move(left), std::move(right), std::move(conjuncts));
+    if (coalesced.empty()) {
+        return join;
+    }
+    std::vector<db::ExprPtr> expressions;
+    std::vector<ColumnId> ids = join->output;
+    for (const ColumnId id : ids) {
+        expressions.push_back(_columns.ref(id));
+    }
+    expressions.insert(expressions.end(), coalesced.begin(), coalesced.end());
+    ids.insert(ids.end(), coalesced_ids.begin(), coalesced_ids.end());
+    return make_project(std::move(join), std::move(expressions), std::move(ids));
 }
 
 void Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &block) {
@@ -415,11 +552,13 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
     }
     reject_unsupported(select, *this);
     const std::string op = string_field(select, "op");
-    if (!op.empty() && op != "SETOP_NONE") {
-        fail("UNION, INTERSECT and EXCEPT are not supported", -1);
-    }
-    if (field(select, "valuesLists").is_array()) {
-        fail("VALUES lists are only supported in INSERT", -1);
+    const bool set_operation = !op.empty() && op != "SETOP_NONE";
+    if (set_operation || field(select, "valuesLists").is_array()) {
+        if (field(select, "sortClause").is_array() || !field(select, "limitCount").is_null() ||
+            !field(select, "limitOffset").is_null() || field(select, "withClause").is_object()) {
+            return bind_result_of(select, outer, correlation, exists);
+        }
+        return set_operation ? bind_set_operation(select, outer) : bind_values(select);
     }
     Block block;
     block.scope.parent = outer;
@@ -652,7 +791,11 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
                         }
                         found = true;
                         for (std::size_t c = 0; c < entry.ids.size(); ++c) {
-                            db::ExprPtr column = _columns.ref(entry.ids[c]);
+                            if (qualifier.empty() && entry.is_hidden(c)) {
+                                continue;
+                            }
+                            db::ExprPtr column =
+                                _columns.ref(qualifier.empty() ? entry.unqualified_id(c) : entry.ids[c]);
                             if (aggregate) {
                                 auto grouped = match_group(column, state);
                                 if (!grouped) {

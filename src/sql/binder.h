@@ -28,6 +28,15 @@ struct RangeEntry {
     std::string alias; // as written (compared case-insensitively)
     std::vector<std::string> names;
     std::vector<ColumnId> ids;
+    /// JOIN ... USING / NATURAL JOIN: how unqualified names and SELECT * see column i. The
+    /// right side's copy of a join column is hidden; the left side's stands for the merged
+    /// column (`merged[i]`: the left's, the right's for RIGHT JOIN). Qualified names and t.*
+    /// see every column as it is. Empty vectors: nothing hidden or merged.
+    std::vector<bool> hidden;
+    std::vector<ColumnId> merged;
+
+    [[nodiscard]] bool is_hidden(std::size_t i) const { return i < hidden.size() && hidden[i]; }
+    [[nodiscard]] ColumnId unqualified_id(std::size_t i) const { return merged.empty() ? ids[i] : merged[i]; }
 };
 
 struct CteDefinition {
@@ -144,6 +153,15 @@ private:
     // binder.cpp: query blocks
     LogicalPtr bind_from(const Json &item, Block &block);
     LogicalPtr bind_table_reference(const Json &range_var, Block &block);
+    /// JoinExpr: [INNER | LEFT | RIGHT] JOIN with ON, USING or NATURAL.
+    LogicalPtr bind_join(const Json &join, Block &block);
+    /// The column names unqualified references see in entries [from, to).
+    static std::vector<std::string> visible_names(const Block &block, std::size_t from, std::size_t to);
+    /// The one visible column `name` of entries [from, to) as (entry, column); `side` names
+    /// them in errors ("left", "right").
+    std::pair<std::size_t, std::size_t> join_column(const Block &block, std::size_t from, std::size_t to,
+                                                    const std::string &name, const char *side,
+                                                    std::int64_t location);
     LogicalPtr bind_derived_table(const Json &subquery, const Json &alias, std::int64_t location,
                                   Block &block, const Json *cte_query = nullptr,
                                   const std::vector<std::string> *cte_columns = nullptr);
@@ -151,6 +169,15 @@ private:
     void bind_where_conjunct(const Json &node, Block &block);
     void bind_subquery_conjunct(const Json &sublink, bool negated, Block &block);
     std::vector<const Json *> split_and(const Json &node, int depth);
+
+    // binder_setop.cpp: UNION / INTERSECT / EXCEPT and VALUES
+    /// A set operation or VALUES list with ORDER BY, LIMIT, OFFSET or WITH, bound as
+    /// SELECT * FROM (it) ORDER BY ... LIMIT ...
+    BoundQuery bind_result_of(const Json &select, Scope *outer, Correlation correlation, bool exists);
+    BoundQuery bind_set_operation(const Json &select, Scope *outer);
+    BoundQuery bind_values(const Json &select);
+    /// The type both sides of a set operation are cast to (DuckDB's rules); TypeError if none.
+    static db::Type set_operation_type(const db::Type &a, const db::Type &b);
 
     // binder_expression.cpp
     Bound bind(const Json &node, Context &context);

@@ -472,13 +472,14 @@ Bound Binder::bind_column_ref(const Json &body, Context &context) {
             }
             qualifier_found = qualifier_found || !qualifier.empty();
             for (std::size_t i = 0; i < entry.names.size(); ++i) {
-                if (!equal_names(entry.names[i], column)) {
+                if (!equal_names(entry.names[i], column) || (qualifier.empty() && entry.is_hidden(i))) {
                     continue;
                 }
-                if (found.has_value() && *found != entry.ids[i]) {
+                const ColumnId id = qualifier.empty() ? entry.unqualified_id(i) : entry.ids[i];
+                if (found.has_value() && *found != id) {
                     fail("column reference \"" + shown + "\" is ambiguous", location);
                 }
-                found = entry.ids[i];
+                found = id;
             }
         }
         if (!found.has_value()) {

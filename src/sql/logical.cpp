@@ -40,7 +40,7 @@ LogicalPtr make_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right,
     node->kind = LogicalKind::join;
     node->join_kind = kind;
     node->output = left->output;
-    if (kind == db::JoinKind::inner || kind == db::JoinKind::left_outer) {
+    if (kind == db::JoinKind::inner || kind == db::JoinKind::left_outer || kind == db::JoinKind::full_outer) {
         node->output.insert(node->output.end(), right->output.begin(), right->output.end());
     }
     node->children.push_back(std::move(left));
@@ -79,6 +79,23 @@ LogicalPtr make_limit(LogicalPtr child, std::optional<std::uint64_t> limit, std:
     node->children.push_back(std::move(child));
     node->limit = limit;
     node->offset = offset;
+    return node;
+}
+
+LogicalPtr make_union_all(std::vector<LogicalPtr> children, std::vector<ColumnId> output) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::union_all;
+    node->output = std::move(output);
+    node->children = std::move(children);
+    return node;
+}
+
+LogicalPtr make_repeat(LogicalPtr child, db::ExprPtr count) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::repeat;
+    node->output = child->output;
+    node->children.push_back(std::move(child));
+    node->expressions.push_back(std::move(count));
     return node;
 }
 

@@ -50,7 +50,20 @@ private:
     std::vector<ColumnInfo> _columns;
 };
 
-enum class LogicalKind : std::uint8_t { get, filter, project, join, aggregate, sort, limit };
+/// union_all: the rows of every child; output[i] is children[c]->output[i] of whichever child
+/// the row came from (the children agree in column count and types). repeat: every row of the
+/// child expressions[0] times (INTERSECT ALL / EXCEPT ALL), output = the child's.
+enum class LogicalKind : std::uint8_t {
+    get,
+    filter,
+    project,
+    join,
+    aggregate,
+    sort,
+    limit,
+    union_all,
+    repeat
+};
 
 struct LogicalAggregate {
     db::AggregateFunction function{db::AggregateFunction::count_star};
@@ -82,7 +95,7 @@ struct LogicalNode {
     /// conjuncts placed here, correlation of a subquery). All are conjuncts (ANDed).
     std::vector<db::ExprPtr> conjuncts;
 
-    // project: output[i] is expressions[i]
+    // project: output[i] is expressions[i]; repeat: expressions[0] is the count
     std::vector<db::ExprPtr> expressions;
 
     // join: children[0] is the left (preserved, probe) input, children[1] the right (build).
@@ -123,6 +136,8 @@ struct LogicalNode {
                                         std::vector<ColumnId> group_ids,
                                         std::vector<LogicalAggregate> aggregates);
 [[nodiscard]] LogicalPtr make_sort(LogicalPtr child, std::vector<LogicalSortKey> keys);
+[[nodiscard]] LogicalPtr make_union_all(std::vector<LogicalPtr> children, std::vector<ColumnId> output);
+[[nodiscard]] LogicalPtr make_repeat(LogicalPtr child, db::ExprPtr count);
 [[nodiscard]] LogicalPtr make_limit(LogicalPtr child, std::optional<std::uint64_t> limit,
                                     std::uint64_t offset);
 

@@ -377,6 +377,13 @@ LogicalPtr Optimizer::rewrite(LogicalPtr node) {
         if (node->join_kind == db::JoinKind::left_outer) {
             return rewrite_outer_join(std::move(node));
         }
+        if (node->join_kind == db::JoinKind::full_outer) {
+            // Both sides are preserved: no condition moves across the join.
+            for (auto &child : node->children) {
+                child = rewrite(std::move(child));
+            }
+            return node;
+        }
         return rewrite_region(std::move(node));
     case LogicalKind::get:
         return node;
@@ -429,7 +436,13 @@ LogicalPtr Optimizer::place(LogicalPtr leaf, std::vector<db::ExprPtr> conjuncts)
         place_through(*leaf, leaf->groups, std::move(conjuncts), above, true);
         break;
     case LogicalKind::join: {
-        // Only outer joins are leaves of a region: conditions on the preserved side go below.
+        // Only outer joins are leaves of a region: conditions on the preserved side go below
+        // (a full outer join preserves both: they stay above).
+        if (leaf->join_kind == db::JoinKind::full_outer) {
+            above = std::move(conjuncts);
+            leaf = rewrite(std::move(leaf));
+            break;
+        }
         const std::set<ColumnId> left = id_set(leaf->children[0]->output);
         std::vector<db::ExprPtr> below;
         for (auto &conjunct : conjuncts) {
@@ -444,6 +457,30 @@ LogicalPtr Optimizer::place(LogicalPtr leaf, std::vector<db::ExprPtr> conjuncts)
             leaf->children[0] = make_filter(std::move(leaf->children[0]), std::move(below));
         }
         leaf = rewrite(std::move(leaf));
+        break;
+    }
+    case LogicalKind::union_all: {
+        // A condition on the concatenation's columns holds for each input's rows: every input
+        // filters its own (in its columns).
+        const std::set<ColumnId> outputs = id_set(leaf->output);
+        std::vector<db::ExprPtr> below;
+        for (auto &conjunct : conjuncts) {
+            const auto ids = columns_of(*conjunct);
+            (!ids.empty() && subset(ids, outputs) ? below : above).push_back(std::move(conjunct));
+        }
+        for (auto &child : leaf->children) {
+            std::map<ColumnId, ColumnId> through;
+            for (std::size_t i = 0; i < leaf->output.size(); ++i) {
+                through[leaf->output[i]] = child->output[i];
+            }
+            std::vector<db::ExprPtr> remapped;
+            for (const auto &conjunct : below) {
+                remapped.push_back(
+                    db::expr::remap_columns(conjunct, [&](std::uint32_t id) { return through.at(id); }));
+            }
+            child = rewrite(remapped.empty() ? std::move(child)
+                                             : make_filter(std::move(child), std::move(remapped)));
+        }
         break;
     }
     default:
@@ -840,6 +877,9 @@ void Optimizer::estimate(LogicalNode &node) {
         case db::JoinKind::left_outer:
             node.rows = std::max(left, inner);
             break;
+        case db::JoinKind::full_outer:
+            node.rows = std::max({left, right, inner});
+            break;
         case db::JoinKind::semi:
             node.rows = right > 0 ? left * matched : 0.0;
             break;
@@ -868,6 +908,15 @@ void Optimizer::estimate(LogicalNode &node) {
         }
         break;
     }
+    case LogicalKind::union_all:
+        node.rows = 0.0;
+        for (const auto &child : node.children) {
+            node.rows += child->rows;
+        }
+        break;
+    case LogicalKind::repeat:
+        node.rows = node.children[0]->rows;
+        break;
     case LogicalKind::sort:
     case LogicalKind::limit: {
         double rows = node.children[0]->rows;

@@ -210,8 +210,9 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
         const std::set<ColumnId> right_ids(node.children[1]->output.begin(), node.children[1]->output.end());
         std::set<ColumnId> left_needed;
         std::set<ColumnId> right_needed;
-        const bool keeps_right =
-            node.join_kind == db::JoinKind::inner || node.join_kind == db::JoinKind::left_outer;
+        const bool keeps_right = node.join_kind == db::JoinKind::inner ||
+                                 node.join_kind == db::JoinKind::left_outer ||
+                                 node.join_kind == db::JoinKind::full_outer;
         for (ColumnId id : required) {
             if (left_ids.count(id) > 0) {
                 left_needed.insert(id);
@@ -307,6 +308,62 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
         result.plan = db::plan::sort(std::move(child.plan), std::move(keys), node.limit, node.offset);
         result.plan->estimated_rows = node.rows;
         return result;
+    }
+    case LogicalKind::union_all: {
+        // Every input delivers the required positions, in output order (a projection per input
+        // where its own layout differs).
+        std::vector<std::size_t> kept;
+        for (std::size_t i = 0; i < node.output.size(); ++i) {
+            if (required.count(node.output[i]) > 0) {
+                kept.push_back(i);
+            }
+        }
+        if (kept.empty()) {
+            kept.push_back(0);
+        }
+        std::vector<db::PlanPtr> inputs;
+        for (const auto &child_node : node.children) {
+            std::set<ColumnId> needed;
+            for (std::size_t i : kept) {
+                needed.insert(child_node->output[i]);
+            }
+            Result child = build(*child_node, needed);
+            std::vector<ColumnId> wanted;
+            for (std::size_t i : kept) {
+                wanted.push_back(child_node->output[i]);
+            }
+            if (child.layout != wanted) {
+                std::vector<db::ExprPtr> expressions;
+                std::vector<std::string> names;
+                for (const ColumnId id : wanted) {
+                    const std::uint32_t index = position(child.layout, id);
+                    const auto &column = child.plan->output[index];
+                    expressions.push_back(db::expr::column(index, column.type, column.name));
+                    names.push_back(column.name);
+                }
+                const double rows = child.plan->estimated_rows;
+                child.plan =
+                    project_on(std::move(child.plan), std::move(expressions), std::move(names), rows);
+            }
+            inputs.push_back(std::move(child.plan));
+        }
+        result.plan = db::plan::union_all(std::move(inputs));
+        // Names of the first input's columns are its own: the union's are the output's.
+        for (std::size_t k = 0; k < kept.size(); ++k) {
+            result.plan->output[k].name = _columns[node.output[kept[k]]].name;
+            result.layout.push_back(node.output[kept[k]]);
+        }
+        result.plan->estimated_rows = node.rows;
+        return result;
+    }
+    case LogicalKind::repeat: {
+        std::set<ColumnId> needed = required;
+        add_columns(node.expressions[0], needed);
+        Result child = build(*node.children[0], needed);
+        result.layout = child.layout;
+        result.plan = db::plan::repeat(std::move(child.plan), remap(node.expressions[0], child.layout));
+        result.plan->estimated_rows = node.rows;
+        return pruned(std::move(result), required, node.rows, prune);
     }
     case LogicalKind::limit: {
         Result child = build(*node.children[0], required);

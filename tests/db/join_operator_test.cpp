@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,8 @@ namespace {
 using Row = std::vector<Value>;
 using Rows = std::vector<Row>;
 
-constexpr JoinKind all_kinds[] = {JoinKind::inner, JoinKind::left_outer, JoinKind::semi, JoinKind::anti};
+constexpr JoinKind all_kinds[] = {JoinKind::inner, JoinKind::left_outer, JoinKind::semi, JoinKind::anti,
+                                  JoinKind::full_outer};
 constexpr JoinStrategy all_strategies[] = {JoinStrategy::non_partitioned, JoinStrategy::radix_partitioned,
                                            JoinStrategy::automatic};
 /// (strategy, Bloom filter) pairs every case runs with.
@@ -120,9 +122,11 @@ std::optional<std::string> key_bytes(const Row &row, const std::vector<std::size
 /// from that as sorted row texts.
 class NestedLoop {
 public:
-    NestedLoop(const Rows &probe, const Rows &build, const std::vector<Type> &build_types,
+    NestedLoop(const Rows &probe, const Rows &build, const std::vector<Type> &probe_types,
+               const std::vector<Type> &build_types,
                const std::vector<std::pair<std::size_t, std::size_t>> &keys, const Residual &residual)
-        : _probe(probe), _build(build), _build_types(build_types), _matches(probe.size()) {
+        : _probe(probe), _build(build), _probe_types(probe_types), _build_types(build_types),
+          _matches(probe.size()), _build_matched(build.size(), false) {
         std::vector<std::size_t> probe_columns;
         std::vector<std::size_t> build_columns;
         for (const auto &[pk, bk] : keys) {
@@ -142,6 +146,7 @@ public:
             for (std::size_t b = 0; b < build.size(); ++b) {
                 if (build_keys[b] && *build_keys[b] == *key && (!residual || residual(probe[p], build[b]))) {
                     _matches[p].push_back(b);
+                    _build_matched[b] = true;
                 }
             }
         }
@@ -151,12 +156,12 @@ public:
         std::vector<std::string> out;
         for (std::size_t p = 0; p < _probe.size(); ++p) {
             const bool matched = !_matches[p].empty();
-            if (kind == JoinKind::inner || kind == JoinKind::left_outer) {
+            if (kind == JoinKind::inner || kind == JoinKind::left_outer || kind == JoinKind::full_outer) {
                 const std::string probe_text = row_text(_probe[p]);
                 for (const std::size_t b : _matches[p]) {
                     out.push_back(probe_text + row_text(_build[b]));
                 }
-                if (kind == JoinKind::left_outer && !matched) {
+                if (kind != JoinKind::inner && !matched) {
                     Row nulls;
                     for (const Type &type : _build_types) {
                         nulls.push_back(Value::null_of(type));
@@ -167,6 +172,17 @@ public:
                 out.push_back(row_text(_probe[p]));
             }
         }
+        if (kind == JoinKind::full_outer) {
+            Row nulls;
+            for (const Type &type : _probe_types) {
+                nulls.push_back(Value::null_of(type));
+            }
+            for (std::size_t b = 0; b < _build.size(); ++b) {
+                if (!_build_matched[b]) {
+                    out.push_back(row_text(nulls) + row_text(_build[b]));
+                }
+            }
+        }
         std::sort(out.begin(), out.end());
         return out;
     }
@@ -174,8 +190,10 @@ public:
 private:
     const Rows &_probe;
     const Rows &_build;
+    std::vector<Type> _probe_types;
     std::vector<Type> _build_types;
     std::vector<std::vector<std::size_t>> _matches;
+    std::vector<bool> _build_matched;
 };
 
 std::vector<std::string> result_rows(const QueryResult &result) {
@@ -231,11 +249,15 @@ protected:
                std::uint32_t morsel_rows = 512, std::uint8_t radix_bits = 0) {
         const auto probe_table = make_table("probe", c.probe_columns, c.probe);
         const auto build_table = make_table("build", c.build_columns, c.build);
+        std::vector<Type> probe_types;
+        for (const ColumnDef &column : c.probe_columns) {
+            probe_types.push_back(column.type);
+        }
         std::vector<Type> build_types;
         for (const ColumnDef &column : c.build_columns) {
             build_types.push_back(column.type);
         }
-        const NestedLoop oracle(c.probe, c.build, build_types, c.keys, c.residual);
+        const NestedLoop oracle(c.probe, c.build, probe_types, build_types, c.keys, c.residual);
         for (const JoinKind kind : kinds) {
             const std::vector<std::string> expected = oracle.expected(kind);
             // The Bloom filter only exists for builds of at least 1024 rows.
@@ -540,22 +562,32 @@ TEST_P(HashJoinTest, LargeInputsSpanManyBatchesAndPartitions) {
     const auto build_table = make_table("build", c.build_columns, c.build, 1000);
     for (const JoinKind kind : all_kinds) {
         std::vector<std::string> expected;
+        std::set<std::int64_t> probe_keys;
         for (const Row &p : c.probe) {
             const auto it = by_key.find(p[0].i64);
             const bool matched = it != by_key.end();
-            if (kind == JoinKind::inner || kind == JoinKind::left_outer) {
+            probe_keys.insert(p[0].i64);
+            if (kind == JoinKind::inner || kind == JoinKind::left_outer || kind == JoinKind::full_outer) {
                 if (matched) {
                     for (const Row *b : it->second) {
                         Row joined = p;
                         joined.insert(joined.end(), b->begin(), b->end());
                         expected.push_back(row_text(joined));
                     }
-                } else if (kind == JoinKind::left_outer) {
+                } else if (kind != JoinKind::inner) {
                     expected.push_back(row_text(
                         {p[0], p[1], Value::null_of(Type::bigint()), Value::null_of(Type::bigint())}));
                 }
             } else if (matched == (kind == JoinKind::semi)) {
                 expected.push_back(row_text(p));
+            }
+        }
+        if (kind == JoinKind::full_outer) {
+            for (const Row &b : c.build) {
+                if (probe_keys.count(b[0].i64) == 0) {
+                    expected.push_back(row_text(
+                        {Value::null_of(Type::bigint()), Value::null_of(Type::varchar()), b[0], b[1]}));
+                }
             }
         }
         std::sort(expected.begin(), expected.end());

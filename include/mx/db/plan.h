@@ -26,8 +26,23 @@ struct OutputColumn {
     bool nullable{true};
 };
 
-enum class PlanKind : std::uint8_t { scan, filter, project, hash_join, aggregate, sort, limit };
-enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti };
+/// union_all: the rows of every child (same column count and types), in no particular order.
+/// repeat: every input row `count` times (the count expression's value; NULL or < 1: dropped),
+/// which turns the per-side counts of INTERSECT ALL / EXCEPT ALL back into rows.
+enum class PlanKind : std::uint8_t {
+    scan,
+    filter,
+    project,
+    hash_join,
+    aggregate,
+    sort,
+    limit,
+    union_all,
+    repeat
+};
+/// full_outer: a left outer join that also emits every build row without a partner, with NULLs
+/// on the probe side.
+enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti, full_outer };
 /// Non-partitioned: one shared hash table built by all workers. Radix-partitioned: micro
 /// partitioning into per-partition tables that fit the cache (large builds).
 enum class JoinStrategy : std::uint8_t { automatic, non_partitioned, radix_partitioned };
@@ -72,7 +87,7 @@ struct PlanNode {
     /// scan: cache lines per column and morsel for first_lines; 0 = ExecutionOptions::prefetch_lines.
     std::uint8_t prefetch_lines{0};
 
-    // project
+    // project; repeat: expressions[0] is the count (INTEGER or BIGINT, over the child's output)
     std::vector<ExprPtr> expressions;
 
     // hash_join: keys are compared pairwise for equality; NULL keys never match.
@@ -81,8 +96,9 @@ struct PlanNode {
     bool bloom_filter{true};
     std::vector<ExprPtr> probe_keys; // over the probe child's output
     std::vector<ExprPtr> build_keys; // over the build child's output
-    /// Optional extra join condition over (probe output ++ build output); for left_outer a
-    /// probe row without a build row satisfying keys and residual gets NULLs on the build side.
+    /// Optional extra join condition over (probe output ++ build output); for left_outer and
+    /// full_outer a probe row without a build row satisfying keys and residual gets NULLs on the
+    /// build side (for full_outer, a build row without such a probe row NULLs on the probe side).
     ExprPtr residual;
 
     // aggregate: output = group expressions, then aggregates
@@ -110,6 +126,12 @@ namespace plan {
 [[nodiscard]] PlanPtr sort(PlanPtr child, std::vector<SortKey> keys, std::optional<std::uint64_t> limit = {},
                            std::uint64_t offset = 0);
 [[nodiscard]] PlanPtr limit(PlanPtr child, std::uint64_t limit, std::uint64_t offset = 0);
+/// The rows of all children, which must agree in column count and types; names come from the
+/// first child, a column is nullable when it is in any child.
+[[nodiscard]] PlanPtr union_all(std::vector<PlanPtr> children);
+/// Every row of the child `count` times (INTEGER or BIGINT over the child's output; NULL and
+/// values below 1 drop the row). Output: the child's columns.
+[[nodiscard]] PlanPtr repeat(PlanPtr child, ExprPtr count);
 /// Result type of an aggregate over an argument type, following DuckDB (so answers compare
 /// exactly): SUM(DECIMAL(p,s)) -> DECIMAL(38,s), SUM(INTEGER/BIGINT) -> DECIMAL(38,0) printed as
 /// an integer, AVG -> DOUBLE, COUNT -> BIGINT, MIN/MAX -> the argument type.
@@ -117,7 +139,7 @@ namespace plan {
 } // namespace plan
 
 /// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
-/// "anti"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct".
+/// "anti", "full outer"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;
 [[nodiscard]] const char *aggregate_function_name(AggregateFunction function) noexcept;
 

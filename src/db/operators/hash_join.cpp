@@ -116,6 +116,9 @@ void HashJoinBuildNode::prepare(std::uint16_t worker_count, std::uint16_t /*regi
     for (std::uint16_t w = 0; w < worker_count; ++w) {
         build->stores.push_back(
             std::make_unique<join::RowStore>(spec.build_layout.size, 1U << spec.partition_bits));
+        if (spec.kind == JoinKind::full_outer) {
+            build->null_key_stores.push_back(std::make_unique<join::RowStore>(spec.build_layout.size, 1));
+        }
     }
     _state->build = std::move(build);
 }
@@ -133,9 +136,10 @@ void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::uniqu
             return;
         }
     }
-    // NULL keys never match: such build rows cannot contribute to any join kind
-    // (the build side is never preserved), so they are not stored at all.
+    // NULL keys never match: such build rows are not in the tables. Only a full outer join
+    // outputs them (unmatched), from a store of their own.
     std::vector<std::uint32_t> rows;
+    std::vector<std::uint32_t> null_rows;
     rows.reserve(live);
     for (std::uint32_t i = 0; i < live; ++i) {
         const std::uint32_t row = batch->row(i);
@@ -145,6 +149,21 @@ void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::uniqu
         }
         if (!null_key) {
             rows.push_back(row);
+        } else if (spec.kind == JoinKind::full_outer) {
+            null_rows.push_back(row);
+        }
+    }
+    if (!null_rows.empty()) {
+        join::RowStore &store = *_state->build->null_key_stores[context.worker_id()];
+        std::vector<Row *> targets(null_rows.size());
+        for (Row *&target : targets) {
+            target = store.append(0);
+        }
+        for (std::size_t slot = 0; slot < spec.build_stored.size(); ++slot) {
+            join::store_column(batch->columns[spec.build_stored[slot]], null_rows, targets.data(),
+                               spec.build_layout.columns[slot],
+                               spec.build_layout.null_offset + static_cast<std::uint32_t>(slot),
+                               store.strings());
         }
     }
     if (rows.empty()) {
@@ -171,6 +190,11 @@ void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::uniqu
         join::store_column(batch->columns[spec.build_stored[slot]], rows, targets.data(),
                            layout.columns[slot], layout.null_offset + static_cast<std::uint32_t>(slot),
                            store.strings());
+    }
+    if (spec.kind == JoinKind::full_outer) {
+        for (Row *row : targets) {
+            row[spec.matched_offset] = std::byte{0};
+        }
     }
 }
 
@@ -372,7 +396,8 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
             spec.residual_columns[column] = true;
         }
     }
-    const bool keep_all = spec.kind == JoinKind::inner || spec.kind == JoinKind::left_outer;
+    const bool keep_all = spec.kind == JoinKind::inner || spec.kind == JoinKind::left_outer ||
+                          spec.kind == JoinKind::full_outer;
     spec.build_slot_of.assign(spec.build_types.size(), -1);
     std::vector<PhysicalType> column_types;
     for (std::uint32_t b = 0; b < spec.build_types.size(); ++b) {
@@ -382,7 +407,17 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
             column_types.push_back(spec.build_types[b].physical());
         }
     }
+    if (spec.kind == JoinKind::full_outer) {
+        // The matched flag, a slot behind the stored columns.
+        column_types.push_back(PhysicalType::u8);
+        // The unmatched build rows are found by scanning the stores after the probe; the radix
+        // join probes in its finalize parts, so there would be no phase left to scan in.
+        spec.strategy = JoinStrategy::non_partitioned;
+    }
     spec.build_layout = join::RowLayout::make(key_types, column_types);
+    if (spec.kind == JoinKind::full_outer) {
+        spec.matched_offset = spec.build_layout.columns.back().offset;
+    }
     std::vector<PhysicalType> probe_column_types;
     for (const Type &type : spec.probe_types) {
         probe_column_types.push_back(type.physical());

@@ -100,6 +100,9 @@ struct JoinSpec {
     std::vector<std::int32_t> build_slot_of; // build column -> stored slot, -1 = not stored
     RowLayout probe_layout;                  // radix probe rows: every probe column
     std::vector<bool> residual_columns;      // probe ++ build columns the residual reads
+    /// full_outer: byte offset in a build row of its matched flag (0 until a probe row met it
+    /// through keys and residual; set by the probe tasks of any worker, atomically).
+    std::uint32_t matched_offset{0};
     unsigned partition_bits{7};
     HashJoinTuning tuning;
     std::string description; // for details()
@@ -109,6 +112,9 @@ struct JoinSpec {
 struct BuildSide {
     /// One store per worker, written by the build node's consume tasks on that worker only.
     std::vector<std::unique_ptr<RowStore>> stores;
+    /// full_outer: the build rows with a NULL key (they match nothing but are output), one
+    /// store per worker (one partition), written like `stores`.
+    std::vector<std::unique_ptr<RowStore>> null_key_stores;
     HashTables tables;
 };
 
@@ -187,6 +193,9 @@ private:
                               const std::vector<std::uint32_t> *rows) noexcept;
     void probe_rows(dataflow::FlowContext &context, const std::vector<const join::Row *> &rows,
                     Scratch &scratch) noexcept;
+    /// full_outer, finalize part `part`: the build rows no probe row matched, NULL-padded.
+    void emit_unmatched_build(dataflow::FlowContext &context, std::uint32_t part) noexcept;
+    void emit_build_rows(dataflow::FlowContext &context, const std::vector<const join::Row *> &rows) noexcept;
 
     std::shared_ptr<join::JoinState> _state;
     // One per worker, used only by this node's tasks on that worker (consume and finalize parts

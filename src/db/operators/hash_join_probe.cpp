@@ -9,10 +9,14 @@
 //   - gather mode: otherwise (duplicates) both sides are gathered along the match list, in output
 //     batches of at most max_output_rows rows.
 // Semi and anti joins only narrow the probe batch's selection. The residual predicate is filtered
-// on the joined batch; for left outer, semi and anti joins the rows it keeps mark their probe
-// rows as matched.
+// on the joined batch; for left outer, full outer, semi and anti joins the rows it keeps mark
+// their probe rows as matched. A full outer join also marks the build rows it matched (a flag in
+// the row, set atomically: probe tasks of all workers share the table), and its finalize parts
+// then scan the build rows in parallel, partitions split among the parts, and emit those never
+// marked with NULLs on the probe side.
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include <mx/db/expression.h>
@@ -73,6 +77,23 @@ HashJoinProbeNode::Scratch &HashJoinProbeNode::scratch(const dataflow::FlowConte
 }
 
 namespace {
+
+/// Left and full outer joins keep every probe row.
+bool preserves_probe(JoinKind kind) noexcept {
+    return kind == JoinKind::left_outer || kind == JoinKind::full_outer;
+}
+
+/// The matched flag of a full outer join's build row (probe tasks on any worker set it).
+std::atomic_ref<std::byte> matched_flag(const Row *row, std::uint32_t offset) noexcept {
+    return std::atomic_ref<std::byte>(*const_cast<Row *>(row + offset)); // NOLINT: the stores are mutable
+}
+
+void mark_matched(const Row *row, std::uint32_t offset) noexcept {
+    std::atomic_ref<std::byte> flag = matched_flag(row, offset);
+    if (flag.load(std::memory_order_relaxed) == std::byte{0}) { // most rows match often: read first
+        flag.store(std::byte{1}, std::memory_order_relaxed);
+    }
+}
 
 /// Narrows a batch's selection to `rows` (ascending, a subset of the live rows).
 void select_rows(Batch &batch, const std::vector<std::uint32_t> &rows) {
@@ -161,7 +182,7 @@ void HashJoinProbeNode::emit_without_matches(dataflow::FlowContext &context, std
         }
         select_rows(*batch, *rows);
     }
-    if (spec.kind == JoinKind::left_outer) {
+    if (preserves_probe(spec.kind)) {
         for (const Type &type : spec.build_types) {
             batch->columns.push_back(join::null_vector(type, batch->rows));
         }
@@ -259,6 +280,11 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
             for (std::uint32_t i = 0; i < survivors; ++i) {
                 s.passed[s.match_row[out->row(i)]] = 1;
             }
+            if (spec.kind == JoinKind::full_outer) {
+                for (std::uint32_t i = 0; i < survivors; ++i) {
+                    mark_matched(s.match_entry[out->row(i)], spec.matched_offset);
+                }
+            }
         }
         if (!residual_only && out->count() > 0) {
             emit(context, std::move(out));
@@ -344,7 +370,7 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
         return;
     }
 
-    if ((spec.kind == JoinKind::inner || spec.kind == JoinKind::left_outer) && !flushed && !multiple) {
+    if ((spec.kind == JoinKind::inner || preserves_probe(spec.kind)) && !flushed && !multiple) {
         // Selection mode: the probe columns move over untouched.
         s.entry_of.assign(rows, nullptr);
         for (std::size_t j = 0; j < s.match_row.size(); ++j) {
@@ -398,10 +424,16 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
                     for (std::uint32_t b = 0; b < spec.build_types.size(); ++b) {
                         out->columns[probe_width + b].set_null(row);
                     }
+                } else if (spec.kind == JoinKind::full_outer) {
+                    mark_matched(s.entry_of[row], spec.matched_offset);
                 }
             }
             out->all_selected = all_selected;
             out->selection = std::move(selection);
+        } else if (spec.kind == JoinKind::full_outer) {
+            for (const std::uint32_t row : matched) {
+                mark_matched(s.entry_of[row], spec.matched_offset);
+            }
         }
         if (out->count() > 0) {
             emit(context, std::move(out));
@@ -430,7 +462,7 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
             selected.push_back(row);
         }
     }
-    if (spec.kind == JoinKind::left_outer) {
+    if (preserves_probe(spec.kind)) {
         // The probe rows without a surviving match, NULL-padded. Gathered (not moved) because
         // earlier output batches may point into the input's strings.
         for (std::size_t from = 0; from < selected.size() && !context.cancelled(); from += limit) {
@@ -480,7 +512,7 @@ void HashJoinProbeNode::materialize(dataflow::FlowContext &context, std::unique_
 }
 
 std::uint32_t HashJoinProbeNode::finalize_parts(std::uint16_t worker_count) const noexcept {
-    if (!radix_mode()) {
+    if (!radix_mode() && _state->spec.kind != JoinKind::full_outer) {
         return 0;
     }
     return std::min<std::uint32_t>(1U << _state->spec.partition_bits, std::uint32_t{worker_count} * 4U);
@@ -488,6 +520,11 @@ std::uint32_t HashJoinProbeNode::finalize_parts(std::uint16_t worker_count) cons
 
 void HashJoinProbeNode::finalize_part(dataflow::FlowContext &context, std::uint32_t part) noexcept {
     const join::JoinSpec &spec = _state->spec;
+    if (spec.kind == JoinKind::full_outer) {
+        MX_ASSERT(!radix_mode(), "a full outer join probes its one table while the batches stream in");
+        emit_unmatched_build(context, part);
+        return;
+    }
     const join::HashTables &tables = _state->build->tables;
     const join::ProbeSide &probe = *_state->probe;
     const std::uint32_t partitions = 1U << spec.partition_bits;
@@ -568,6 +605,78 @@ void HashJoinProbeNode::probe_rows(dataflow::FlowContext &context, const std::ve
     }
     s.others.clear();
     join_batch(context, std::move(batch), s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Full outer join: the build rows without a partner, after every probe task.
+
+void HashJoinProbeNode::emit_unmatched_build(dataflow::FlowContext &context, std::uint32_t part) noexcept {
+    const join::JoinSpec &spec = _state->spec;
+    const join::BuildSide &build = *_state->build;
+    const std::uint32_t partitions = 1U << spec.partition_bits;
+    const std::uint32_t parts = finalize_parts(context.worker_count());
+    // Every part computes the same split from the same counts (cheap: partitions x workers).
+    std::vector<std::uint64_t> counts(partitions, 0);
+    for (const auto &store : build.stores) {
+        for (std::uint32_t p = 0; p < partitions; ++p) {
+            counts[p] += store->count(p);
+        }
+    }
+    const std::vector<std::uint32_t> bounds = join::split_partitions(counts, parts);
+    const std::uint32_t limit = std::max<std::uint32_t>(1, spec.tuning.max_output_rows);
+    std::vector<const Row *> chunk;
+    CancelPoll poll(context);
+    const auto visit = [&](const Row *row, bool unmatched) {
+        if (poll()) {
+            return;
+        }
+        if (unmatched) {
+            chunk.push_back(row);
+        }
+        if (chunk.size() == limit) {
+            emit_build_rows(context, chunk);
+            chunk.clear();
+        }
+    };
+    if (part + 1 < bounds.size()) {
+        for (std::uint32_t p = bounds[part]; p < bounds[part + 1] && !poll.stopped(); ++p) {
+            for (const auto &store : build.stores) {
+                store->for_each(p, [&](const Row *row) {
+                    visit(row, matched_flag(row, spec.matched_offset).load(std::memory_order_relaxed) ==
+                                   std::byte{0});
+                });
+            }
+        }
+    }
+    // The rows with NULL keys: the stores of the workers w with w mod parts = part.
+    for (std::size_t w = part; w < build.null_key_stores.size() && !poll.stopped(); w += parts) {
+        build.null_key_stores[w]->for_each(0, [&](const Row *row) { visit(row, true); });
+    }
+    if (!chunk.empty() && !poll.stopped()) {
+        emit_build_rows(context, chunk);
+    }
+}
+
+void HashJoinProbeNode::emit_build_rows(dataflow::FlowContext &context,
+                                        const std::vector<const Row *> &rows) noexcept {
+    const join::JoinSpec &spec = _state->spec;
+    const join::RowLayout &layout = spec.build_layout;
+    const auto count = static_cast<std::uint32_t>(rows.size());
+    auto batch = std::make_unique<Batch>();
+    batch->rows = count;
+    for (const Type &type : spec.probe_types) {
+        batch->columns.push_back(join::null_vector(type, count));
+    }
+    for (std::uint32_t b = 0; b < spec.build_types.size(); ++b) {
+        const auto slot = static_cast<std::size_t>(spec.build_slot_of[b]);
+        Vector column = join::gather_rows(spec.build_types[b], rows.data(), count, layout.columns[slot],
+                                          layout.null_offset + static_cast<std::uint32_t>(slot));
+        if (spec.build_types[b].physical() == PhysicalType::string) {
+            column.keep_alive(_state->build);
+        }
+        batch->columns.push_back(std::move(column));
+    }
+    emit(context, std::move(batch));
 }
 
 } // namespace mx::db::detail

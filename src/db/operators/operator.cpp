@@ -188,6 +188,10 @@ Compiled compile(Compiler &compiler, const PlanNode &node) {
         return compile_sort(compiler, node);
     case PlanKind::limit:
         return compile_limit(compiler, node);
+    case PlanKind::union_all:
+        return compile_union_all(compiler, node);
+    case PlanKind::repeat:
+        return compile_repeat(compiler, node);
     }
     throw std::invalid_argument("plan node of unknown kind");
 }

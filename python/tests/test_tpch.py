@@ -1,0 +1,85 @@
+"""The 22 TPC-H queries through the Python API give DuckDB's answers at SF 0.01 (doubles within
+1e-9 relative, decimals with the same value and scale, everything else equal)."""
+
+import decimal
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+import tunadb
+from conftest import REPO
+
+duckdb = pytest.importorskip("duckdb")
+
+QUERIES = os.path.join(REPO, "tests", "db", "queries")
+SF = "0.01"
+
+
+@pytest.fixture(scope="module")
+def data_dir():
+    directory = os.environ.get("TUNADB_TPCH_DIR") or os.path.join(REPO, "build", "tpch", f"sf{SF}")
+    if not os.path.exists(os.path.join(directory, ".complete")):
+        subprocess.run([sys.executable, os.path.join(REPO, "scripts", "tpch.py"), "gen", "--sf", SF,
+                        "--out", directory], check=True)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def engines(data_dir):
+    sys.path.insert(0, os.path.join(REPO, "scripts"))
+    try:
+        import tpch
+    finally:
+        sys.path.pop(0)
+    theirs = duckdb.connect()
+    theirs.execute("SET threads = 2")
+    tpch.load(theirs, data_dir)
+    ours = tunadb.connect(threads=2)
+    assert ours.load_tpch(directory=data_dir) > 0
+    yield ours, theirs
+    ours.close()
+    theirs.close()
+
+
+def _cell_matches(ours, theirs):
+    if ours is None or theirs is None:
+        return ours is None and theirs is None
+    if isinstance(theirs, float):
+        return isinstance(ours, float) and math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(theirs, decimal.Decimal):
+        return (isinstance(ours, decimal.Decimal) and ours == theirs
+                and ours.as_tuple().exponent == theirs.as_tuple().exponent)
+    return type(ours) is type(theirs) and ours == theirs
+
+
+def _key(row):
+    return tuple("" if isinstance(v, float) else repr(v) for v in row)
+
+
+def _rows_match(ours, theirs):
+    if len(ours) != len(theirs):
+        return f"{len(ours)} rows, DuckDB {len(theirs)}"
+    for pairing in (zip(ours, theirs), zip(sorted(ours, key=_key), sorted(theirs, key=_key))):
+        mismatch = next(((a, b) for a, b in pairing
+                         if len(a) != len(b) or not all(map(_cell_matches, a, b))), None)
+        if mismatch is None:
+            return ""
+    return f"first difference: {mismatch[0]} vs DuckDB {mismatch[1]}"
+
+
+@pytest.mark.parametrize("number", range(1, 23))
+def test_tpch_query_equals_duckdb(engines, number):
+    ours, theirs = engines
+    with open(os.path.join(QUERIES, f"q{number}.sql")) as f:
+        sql = f.read()
+    cur = ours.execute(sql)
+    got = cur.fetchall()
+    expected = theirs.execute(sql).fetchall()
+    assert [c[0] for c in cur.description] == [c[0] for c in theirs.execute(sql).description]
+    assert _rows_match(got, expected) == ""
+    if number in (1, 3, 10):
+        table = ours.execute(sql).fetch_arrow_table()
+        assert [tuple(r.values()) for r in table.to_pylist()] == got

@@ -15,6 +15,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -354,7 +355,13 @@ nb::tuple numpy_parts(const Result &result, std::size_t index, std::size_t start
                 } else {
                     unscaled = i64[start + i];
                 }
-                wide[i] = static_cast<double>(unscaled) / divisor;
+                // Exact operands give a correctly rounded quotient; beyond 2^53 the text does.
+                constexpr Int128 exact = Int128{1} << 53;
+                if (unscaled < exact && unscaled > -exact && type.scale <= 22) {
+                    wide[i] = static_cast<double>(unscaled) / divisor;
+                } else {
+                    wide[i] = std::strtod(mx::db::decimal::format(unscaled, type.scale).c_str(), nullptr);
+                }
             }
         }
         values = nb::cast(owned_array(std::move(wide)));
@@ -602,6 +609,9 @@ nb::tuple arrow_capsules(const Result &result, std::size_t start, std::size_t st
 } // namespace
 
 NB_MODULE(_tunadb, m) {
+    // Connections still open at exit are closed by an atexit hook (tunadb/connection.py); what
+    // remains are module objects Python does not free at exit.
+    nb::set_leak_warnings(false);
     PyDateTime_IMPORT;
     if (PyDateTimeAPI == nullptr) {
         throw nb::python_error();

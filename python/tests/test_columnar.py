@@ -6,14 +6,17 @@ import decimal
 import numpy as np
 import pytest
 
+import tunadb
+
 from conftest import ALL_TYPES_SCHEMA
 from test_dbapi import ROWS
 
 pa = pytest.importorskip("pyarrow")
 
 
-@pytest.fixture
-def filled(con):
+@pytest.fixture(scope="module")
+def filled():
+    con = tunadb.connect(threads=2)
     con.execute(ALL_TYPES_SCHEMA)
     con.executemany("INSERT INTO v VALUES (?, ?, ?, ?, ?, ?, ?, ?)", ROWS)
     # Many rows over several batches and workers, with NULLs in some of them.
@@ -22,13 +25,16 @@ def filled(con):
         (i, None if i % 7 == 0 else i % 13, None if i % 11 == 0 else f"s{i % 97}",
          decimal.Decimal(i) / 100, datetime.date(1990, 1, 1) + datetime.timedelta(days=i % 5000),
          i * 0.5) for i in range(60000)])
-    return con
+    yield con
+    con.close()
 
 
+# Ordered, so that two runs give the same row order.
 QUERIES = [
-    "SELECT * FROM v",
-    "SELECT * FROM big WHERE k % 3 = 1",
-    "SELECT g, count(*) AS c, sum(p) AS total, min(s) AS lo, max(t) AS hi, avg(x) AS mean FROM big GROUP BY g",
+    "SELECT * FROM v ORDER BY i NULLS FIRST",
+    "SELECT * FROM big WHERE k % 3 = 1 ORDER BY k",
+    "SELECT g, count(*) AS c, sum(p) AS total, min(s) AS lo, max(t) AS hi, avg(x) AS mean FROM big GROUP BY g "
+    "ORDER BY g",
     "SELECT k, s FROM big ORDER BY s DESC, k LIMIT 1000",
 ]
 
@@ -106,7 +112,8 @@ def test_arrow_after_partial_fetch_and_arrow_alias(filled):
     assert arrays["k"][0] == 1 and len(arrays["k"]) == 59999
 
 
-def test_arrow_outlives_cursor_and_connection(con):
+def test_arrow_outlives_cursor_and_connection():
+    con = tunadb.connect(threads=1)
     table = con.execute("SELECT 'abc' AS s, 1.25 AS d").fetch_arrow_table()
     arrays = con.execute("SELECT CAST(7 AS BIGINT) AS k").fetchnumpy()
     con.close()

@@ -1,5 +1,6 @@
 """Connection and Cursor (PEP 249) over the engine of tunadb._tunadb."""
 
+import atexit
 import csv
 import datetime
 import os
@@ -7,6 +8,7 @@ import re
 import subprocess
 import sys
 import threading
+import weakref
 
 from . import _params
 from ._errors import (DataError, InterfaceError, NotSupportedError, OperationalError,
@@ -17,6 +19,19 @@ TPCH_TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "
 
 # Rows converted to Python objects at a time by fetchone()/fetchmany().
 _CHUNK_ROWS = 2048
+
+
+# Open connections, closed at exit so that their runtimes stop their workers in order.
+_open_connections = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    for connection in list(_open_connections):
+        try:
+            connection.close()
+        except Exception:
+            pass
 
 
 class DBAPITypeObject:
@@ -74,6 +89,7 @@ class Connection:
         # In-flight calls; close() waits for them (guarded by _lock).
         self._lock = threading.Condition()
         self._running = 0
+        _open_connections.add(self)
 
     # -- PEP 249 ---------------------------------------------------------------------------------
 
@@ -246,23 +262,31 @@ def _translated(error, bound, copy):
 
 def _run_interruptible(engine, sql):
     box = {}
+    done = threading.Event()
 
     def work():
         try:
             box["result"] = engine.execute(sql)
         except BaseException as error:  # handed to the caller's thread
             box["error"] = error
+        finally:
+            done.set()
 
+    # An Event, not Thread.join(): a KeyboardInterrupt inside join() can leave the thread marked
+    # as ended while it still runs (CPython's _wait_for_tstate_lock).
     thread = threading.Thread(target=work, name="tunadb-query", daemon=True)
     thread.start()
     try:
-        thread.join()
+        # Short waits: _thread.interrupt_main() and a signal that arrives while the lock wait is
+        # not interruptible are only handled once the main thread runs Python code again.
+        while not done.wait(0.05):
+            pass
     except KeyboardInterrupt:
         # The query may not have registered yet (still parsing): cancel until it has ended.
-        while thread.is_alive():
+        while not done.is_set():
             try:
                 engine.cancel("interrupted")
-                thread.join(0.005)
+                done.wait(0.005)
             except KeyboardInterrupt:
                 pass
         raise

@@ -240,7 +240,9 @@ nb::list to_list(const Result &result, std::size_t index, std::size_t start, std
     }
     nb::list out = nb::steal<nb::list>(list);
     const std::uint8_t *nulls = column.nulls.get();
-    const auto *i64 = reinterpret_cast<const std::int64_t *>(column.values.get());
+    const std::byte *values = column.values.get();
+    const auto *i32 = reinterpret_cast<const std::int32_t *>(values);
+    const auto *i64 = reinterpret_cast<const std::int64_t *>(values);
     for (std::size_t row = start; row < stop; ++row) {
         PyObject *item = nullptr;
         if (nulls != nullptr && nulls[row] != 0) {
@@ -248,25 +250,23 @@ nb::list to_list(const Result &result, std::size_t index, std::size_t start, std
         } else {
             switch (type.id) {
             case TypeId::boolean:
-                item = PyBool_FromLong(reinterpret_cast<const std::uint8_t *>(column.values.get())[row]);
+                item = PyBool_FromLong(static_cast<long>(values[row]));
                 break;
             case TypeId::integer:
+                item = PyLong_FromLong(i32[row]);
+                break;
             case TypeId::bigint:
                 item = PyLong_FromLongLong(i64[row]);
                 break;
             case TypeId::float64:
-                item = PyFloat_FromDouble(reinterpret_cast<const double *>(column.values.get())[row]);
+                item = PyFloat_FromDouble(reinterpret_cast<const double *>(values)[row]);
                 break;
             case TypeId::date:
-                item = date_object(i64[row]).release().ptr();
+                item = date_object(i32[row]).release().ptr();
                 break;
             case TypeId::decimal: {
                 Int128 unscaled = 0;
-                if (type.physical() == PhysicalType::i128) {
-                    std::memcpy(&unscaled, column.values.get() + row * 16, 16);
-                } else {
-                    unscaled = i64[row];
-                }
+                std::memcpy(&unscaled, values + row * 16, 16);
                 item = decimal_object(unscaled, type.scale).release().ptr();
                 break;
             }
@@ -308,7 +308,7 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> view_array(const Result &result, const vo
     return nb::ndarray<nb::numpy, T, nb::ndim<1>>(const_cast<void *>(data), {size}, keeper(result.data));
 }
 
-/// (values, nulls or None). BOOLEAN: uint8 0/1, INTEGER: int32, BIGINT: int64, DATE: int64 days
+/// (values, nulls or None). BOOLEAN: uint8 0/1, INTEGER: int32, BIGINT: int64, DATE: int32 days
 /// since 1970-01-01, DECIMAL: float64 (the nearest double), DOUBLE: float64, VARCHAR: a list.
 nb::tuple numpy_parts(const Result &result, std::size_t index, std::size_t start, std::size_t stop) {
     result.check_range(start, stop);
@@ -319,29 +319,21 @@ nb::tuple numpy_parts(const Result &result, std::size_t index, std::size_t start
     if (column.nulls != nullptr) {
         nulls = nb::cast(view_array<std::uint8_t>(result, column.nulls.get() + start, count));
     }
-    const auto *i64 = reinterpret_cast<const std::int64_t *>(column.values.get());
     nb::object values;
+    const std::byte *raw = column.values.get();
     switch (type.id) {
     case TypeId::boolean:
-        values = nb::cast(view_array<std::uint8_t>(result, column.values.get() + start, count));
+        values = nb::cast(view_array<std::uint8_t>(result, raw + start, count));
         break;
-    case TypeId::integer: {
-        std::vector<std::int32_t> narrow(count);
-        {
-            nb::gil_scoped_release release;
-            for (std::size_t i = 0; i < count; ++i) {
-                narrow[i] = static_cast<std::int32_t>(i64[start + i]);
-            }
-        }
-        values = nb::cast(owned_array(std::move(narrow)));
-        break;
-    }
-    case TypeId::bigint:
+    case TypeId::integer:
     case TypeId::date:
-        values = nb::cast(view_array<std::int64_t>(result, i64 + start, count));
+        values = nb::cast(view_array<std::int32_t>(result, raw + start * 4, count));
+        break;
+    case TypeId::bigint:
+        values = nb::cast(view_array<std::int64_t>(result, raw + start * 8, count));
         break;
     case TypeId::float64:
-        values = nb::cast(view_array<double>(result, column.values.get() + start * 8, count));
+        values = nb::cast(view_array<double>(result, raw + start * 8, count));
         break;
     case TypeId::decimal: {
         std::vector<double> wide(count);
@@ -350,11 +342,7 @@ nb::tuple numpy_parts(const Result &result, std::size_t index, std::size_t start
             const auto divisor = static_cast<double>(mx::db::decimal::pow10(type.scale));
             for (std::size_t i = 0; i < count; ++i) {
                 Int128 unscaled = 0;
-                if (type.physical() == PhysicalType::i128) {
-                    std::memcpy(&unscaled, column.values.get() + (start + i) * 16, 16);
-                } else {
-                    unscaled = i64[start + i];
-                }
+                std::memcpy(&unscaled, raw + (start + i) * 16, 16);
                 // Exact operands give a correctly rounded quotient; beyond 2^53 the text does.
                 constexpr Int128 exact = Int128{1} << 53;
                 if (unscaled < exact && unscaled > -exact && type.scale <= 22) {
@@ -440,13 +428,13 @@ void export_column(const Result &result, std::size_t index, std::size_t start, s
     }
     data->buffers.push_back(validity);
 
-    const auto *i64 = reinterpret_cast<const std::int64_t *>(column.values.get());
+    const std::byte *raw = column.values.get();
     switch (type.id) {
     case TypeId::boolean: {
         auto bits = allocate((count + 7) / 8);
         std::memset(bits.get(), 0, (count + 7) / 8);
         auto *bytes = reinterpret_cast<std::uint8_t *>(bits.get());
-        const auto *source = reinterpret_cast<const std::uint8_t *>(column.values.get()) + start;
+        const auto *source = reinterpret_cast<const std::uint8_t *>(raw) + start;
         for (std::size_t i = 0; i < count; ++i) {
             bytes[i / 8] |= static_cast<std::uint8_t>((source[i] != 0 ? 1U : 0U) << (i % 8));
         }
@@ -455,37 +443,18 @@ void export_column(const Result &result, std::size_t index, std::size_t start, s
         break;
     }
     case TypeId::integer:
-    case TypeId::date: {
-        auto narrow = allocate(count * 4);
-        auto *target = reinterpret_cast<std::int32_t *>(narrow.get());
-        for (std::size_t i = 0; i < count; ++i) {
-            target[i] = static_cast<std::int32_t>(i64[start + i]);
-        }
-        data->buffers.push_back(narrow.get());
-        data->owned.push_back(std::move(narrow));
+    case TypeId::date:
+        data->buffers.push_back(raw + start * 4);
         break;
-    }
     case TypeId::bigint:
-        data->buffers.push_back(i64 + start);
-        break;
     case TypeId::float64:
-        data->buffers.push_back(column.values.get() + start * 8);
+        data->buffers.push_back(raw + start * 8);
         break;
     case TypeId::decimal:
-        if (type.physical() == PhysicalType::i128) {
-            data->buffers.push_back(column.values.get() + start * 16);
-        } else {
-            auto wide = allocate(count * 16);
-            auto *target = reinterpret_cast<Int128 *>(wide.get());
-            for (std::size_t i = 0; i < count; ++i) {
-                target[i] = i64[start + i];
-            }
-            data->buffers.push_back(wide.get());
-            data->owned.push_back(std::move(wide));
-        }
+        data->buffers.push_back(raw + start * 16);
         break;
     case TypeId::varchar:
-        data->buffers.push_back(i64 + start); // large_utf8: 64-bit offsets into the shared chars
+        data->buffers.push_back(raw + start * 8); // large_utf8: 64-bit offsets into the shared chars
         data->buffers.push_back(column.chars.get());
         break;
     }

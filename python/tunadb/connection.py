@@ -430,7 +430,7 @@ class Cursor:
             if type_name == "BOOLEAN":
                 values = values.view(np.bool_)
             elif type_name == "DATE":
-                values = values.view("datetime64[D]")
+                values = values.astype("datetime64[D]")
             elif type_name == "VARCHAR":
                 array = np.empty(len(values), dtype=object)
                 array[:] = values

@@ -116,17 +116,35 @@ struct ExecutionOptions {
     bool columnar{false};
 };
 
-/// One column of a columnar result: the values of all rows in one array of the column type's
-/// physical representation (types.h), NULL rows holding zero bytes.
+/// One column of a columnar result, in the Arrow columnar format's value layout (so that the
+/// Python package hands it to Arrow and NumPy without converting): BOOLEAN one byte per row (0 or
+/// 1), INTEGER and DATE (days since 1970-01-01) std::int32_t, BIGINT std::int64_t, DECIMAL Int128
+/// (the value times 10^scale, whatever the precision), DOUBLE double, VARCHAR 64-bit offsets into
+/// `chars`. NULL rows hold zero bytes (an empty string).
 struct ResultColumn {
-    /// rows values of physical_size() bytes; VARCHAR: rows + 1 ascending offsets (std::int64_t)
-    /// into `chars`, the i-th string being chars[offsets[i], offsets[i + 1]).
+    /// rows values of result_width(type) bytes; VARCHAR: rows + 1 ascending offsets
+    /// (std::int64_t), the i-th string being chars[offsets[i], offsets[i + 1]).
     std::unique_ptr<std::byte[]> values;
     /// nullptr when no row is NULL; otherwise one byte per row, 1 = NULL.
     std::unique_ptr<std::uint8_t[]> nulls;
     /// VARCHAR: the bytes of all strings, back to back.
     std::unique_ptr<char[]> chars;
     std::size_t chars_size{0};
+
+    /// Bytes per row of `values` for a column of this type.
+    [[nodiscard]] static constexpr std::size_t result_width(const Type &type) noexcept {
+        switch (type.id) {
+        case TypeId::boolean:
+            return 1;
+        case TypeId::integer:
+        case TypeId::date:
+            return 4;
+        case TypeId::decimal:
+            return 16;
+        default:
+            return 8;
+        }
+    }
 };
 
 struct ColumnarResult {

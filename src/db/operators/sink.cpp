@@ -48,6 +48,29 @@ const std::byte *raw_values(const Vector &column) noexcept {
     return nullptr;
 }
 
+/// INTEGER and DATE: the live rows' 64-bit values as 32 bits (they fit: the types' ranges).
+void narrow(const Batch &batch, const std::int64_t *source, std::int32_t *out) noexcept {
+    const std::uint32_t count = batch.count();
+    if (batch.all_selected) {
+        for (std::uint32_t i = 0; i < count; ++i) {
+            out[i] = static_cast<std::int32_t>(source[i]);
+        }
+    } else {
+        for (std::uint32_t i = 0; i < count; ++i) {
+            out[i] = static_cast<std::int32_t>(source[batch.row(i)]);
+        }
+    }
+}
+
+/// DECIMAL of up to 18 digits: the live rows' unscaled values as Int128 (unaligned target).
+void widen(const Batch &batch, const std::int64_t *source, std::byte *out) noexcept {
+    const std::uint32_t count = batch.count();
+    for (std::uint32_t i = 0; i < count; ++i) {
+        const Int128 value = source[batch.row(i)];
+        std::memcpy(out + std::size_t{i} * sizeof(Int128), &value, sizeof(Int128));
+    }
+}
+
 /// Copies the live rows of one batch into the result columns at `place`.
 void copy_batch(const BatchPlace &place, ColumnarResult &result) noexcept {
     const Batch &batch = *place.batch;
@@ -76,12 +99,17 @@ void copy_batch(const BatchPlace &place, ColumnarResult &result) noexcept {
             }
             continue;
         }
-        const std::size_t width = physical_size(physical);
-        const std::byte *source = raw_values(column);
+        const std::size_t width = ResultColumn::result_width(column.type());
         std::byte *out = target.values.get() + place.first_row * width;
-        if (batch.all_selected) {
-            std::memcpy(out, source, std::size_t{count} * width);
+        const TypeId id = column.type().id;
+        if (id == TypeId::integer || id == TypeId::date) {
+            narrow(batch, column.data<std::int64_t>(), reinterpret_cast<std::int32_t *>(out));
+        } else if (id == TypeId::decimal && physical == PhysicalType::i64) {
+            widen(batch, column.data<std::int64_t>(), out);
+        } else if (batch.all_selected) {
+            std::memcpy(out, raw_values(column), std::size_t{count} * width);
         } else {
+            const std::byte *source = raw_values(column);
             for (std::uint32_t i = 0; i < count; ++i) {
                 std::memcpy(out + std::size_t{i} * width, source + std::size_t{batch.row(i)} * width, width);
             }
@@ -160,7 +188,7 @@ std::shared_ptr<ColumnarResult> SinkNode::columns(tasking::Runtime &runtime,
             column.chars.reset(new char[total + 1]);
             column.chars_size = total;
         } else {
-            column.values.reset(new std::byte[result->rows * physical_size(physical) + 1]);
+            column.values.reset(new std::byte[result->rows * ResultColumn::result_width(types[c].type) + 1]);
         }
         if (has_nulls[c]) {
             column.nulls.reset(new std::uint8_t[result->rows + 1]);

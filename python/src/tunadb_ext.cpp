@@ -67,7 +67,7 @@ struct ArrowArray {
 }
 constexpr int64_t arrow_flag_nullable = 2;
 
-PyObject *g_sql_error = nullptr;   // tunadb._tunadb.EngineError (message, position, line, column)
+PyObject *g_sql_error = nullptr;    // tunadb._tunadb.EngineError (message, position, line, column)
 PyObject *g_decimal_type = nullptr; // decimal.Decimal
 
 std::string type_name(const Type &type) {
@@ -205,7 +205,8 @@ Result run(Engine &engine, const std::string &sql) {
 
 nb::object decimal_object(Int128 unscaled, std::uint8_t scale) {
     const std::string text = mx::db::decimal::format(unscaled, scale);
-    nb::object argument = nb::steal(PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size())));
+    nb::object argument =
+        nb::steal(PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size())));
     if (!argument.is_valid()) {
         throw nb::python_error();
     }
@@ -293,7 +294,8 @@ nb::list to_list(const Result &result, std::size_t index, std::size_t start, std
 /// Keeps a result's columns alive for as long as a NumPy array or an Arrow array points into them.
 nb::capsule keeper(const std::shared_ptr<ColumnarResult> &data) {
     auto *copy = new std::shared_ptr<ColumnarResult>(data);
-    return nb::capsule(copy, [](void *pointer) noexcept { delete static_cast<std::shared_ptr<ColumnarResult> *>(pointer); });
+    return nb::capsule(
+        copy, [](void *pointer) noexcept { delete static_cast<std::shared_ptr<ColumnarResult> *>(pointer); });
 }
 
 template <class T>
@@ -398,7 +400,8 @@ std::unique_ptr<std::byte[]> allocate(std::size_t bytes) {
     return std::unique_ptr<std::byte[]>(new std::byte[bytes + 8]);
 }
 
-void export_column(const Result &result, std::size_t index, std::size_t start, std::size_t stop, ArrowArray &out) {
+void export_column(const Result &result, std::size_t index, std::size_t start, std::size_t stop,
+                   ArrowArray &out) {
     const auto &column = result.data->columns[index];
     const Type type = result.columns[index].type;
     const std::size_t count = stop - start;
@@ -592,8 +595,9 @@ NB_MODULE(_tunadb, m) {
     m.attr("EngineError") = nb::handle(g_sql_error);
 
     nb::class_<Engine>(m, "Engine")
-        .def(nb::init<std::optional<std::uint16_t>, std::optional<std::uint32_t>>(), nb::arg("threads").none(),
-             nb::arg("morsel_rows").none(), nb::call_guard<nb::gil_scoped_release>())
+        .def(nb::init<std::optional<std::uint16_t>, std::optional<std::uint32_t>>(),
+             nb::arg("threads").none(), nb::arg("morsel_rows").none(),
+             nb::call_guard<nb::gil_scoped_release>())
         .def("execute", &run, nb::arg("sql"))
         .def(
             "cancel",

@@ -81,3 +81,44 @@ def test_cancel_from_another_thread(con):
     assert not worker.is_alive()
     assert isinstance(result.get("error"), tunadb.OperationalError)
     assert con.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_progress_bar_for_long_statements(monkeypatch):
+    import tunadb.connection as connection
+
+    bars = []
+
+    class FakeBar:
+        def __init__(self):
+            self.n = 0
+            self.refreshes = 0
+            self.closed = False
+
+        def refresh(self):
+            assert 0 <= self.n <= 100
+            self.refreshes += 1
+
+        def close(self):
+            self.closed = True
+
+    def make_bar():
+        bars.append(FakeBar())
+        return bars[-1]
+
+    monkeypatch.setattr(connection, "_progress_bar", make_bar)
+    con = tunadb.connect(threads=2)
+    try:
+        con.execute("CREATE TABLE t (k INTEGER NOT NULL)")
+        con.executemany("INSERT INTO t VALUES (?)", [(i % 4,) for i in range(200000)])
+        bars.clear()  # the load may have shown one
+        con.execute("SELECT count(*) FROM t")
+        assert bars == []  # short statements show none
+        timer = threading.Timer(1.6, con.cancel)
+        timer.start()
+        with pytest.raises(tunadb.OperationalError):
+            con.execute("SELECT count(*) FROM t a, t b WHERE a.k = b.k")
+        assert len(bars) == 1 and bars[0].refreshes > 0 and bars[0].closed
+    finally:
+        con.close()
+    quiet = tunadb.connect(threads=1, progress=False)
+    quiet.close()

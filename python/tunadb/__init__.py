@@ -30,9 +30,11 @@ __all__ = [
 ]
 
 
-def connect(threads=None, morsel_rows=None):
-    """A new in-memory database on a runtime of `threads` workers (default: one per core)."""
-    return Connection(threads=threads, morsel_rows=morsel_rows)
+def connect(threads=None, morsel_rows=None, progress=True):
+    """A new in-memory database on a runtime of `threads` workers (default: one per core).
+    `morsel_rows`: rows per scan task (engine tuning). `progress`: show a progress bar on a
+    terminal for statements that run longer than a second, if tqdm is installed."""
+    return Connection(threads=threads, morsel_rows=morsel_rows, progress=progress)
 
 
 Date = _datetime.date

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 import weakref
 
 from . import _params
@@ -76,7 +77,7 @@ def _is_copy(sql):
 class Connection:
     """One in-memory TunaDB database on its own mxtasking runtime."""
 
-    def __init__(self, threads=None, morsel_rows=None):
+    def __init__(self, threads=None, morsel_rows=None, progress=True):
         if threads is not None and not (isinstance(threads, int) and 1 <= threads <= 65535):
             raise InterfaceError(f"threads must be a positive integer or None, not {threads!r}")
         if morsel_rows is not None and not (isinstance(morsel_rows, int) and morsel_rows >= 1):
@@ -89,6 +90,8 @@ class Connection:
         # In-flight calls; close() waits for them (guarded by _lock).
         self._lock = threading.Condition()
         self._running = 0
+        # A progress bar for statements running longer than a second (tqdm, terminal only).
+        self._progress = progress
         _open_connections.add(self)
 
     # -- PEP 249 ---------------------------------------------------------------------------------
@@ -242,7 +245,7 @@ class Connection:
             try:
                 if threading.current_thread() is not threading.main_thread():
                     return engine.execute(sql)
-                return _run_interruptible(engine, sql)
+                return _run_interruptible(engine, sql, self._progress)
             except EngineError as error:
                 raise _translated(error, bound, _is_copy(sql) if copy is None else copy) from None
         finally:
@@ -260,7 +263,7 @@ def _translated(error, bound, copy):
     return exception
 
 
-def _run_interruptible(engine, sql):
+def _run_interruptible(engine, sql, progress=True):
     box = {}
     done = threading.Event()
 
@@ -276,11 +279,19 @@ def _run_interruptible(engine, sql):
     # as ended while it still runs (CPython's _wait_for_tstate_lock).
     thread = threading.Thread(target=work, name="tunadb-query", daemon=True)
     thread.start()
+    started = time.monotonic()
+    bar = None
     try:
         # Short waits: _thread.interrupt_main() and a signal that arrives while the lock wait is
         # not interruptible are only handled once the main thread runs Python code again.
         while not done.wait(0.05):
-            pass
+            if progress and bar is None and time.monotonic() - started > 1.0:
+                bar = _progress_bar()
+            if bar is not None:
+                bar_done, bar_total = engine.progress()
+                if bar_total > 0:
+                    bar.n = round(100 * min(bar_done, bar_total) / bar_total)
+                bar.refresh()
     except KeyboardInterrupt:
         # The query may not have registered yet (still parsing): cancel until it has ended.
         while not done.is_set():
@@ -290,9 +301,25 @@ def _run_interruptible(engine, sql):
             except KeyboardInterrupt:
                 pass
         raise
+    finally:
+        if bar is not None:
+            bar.close()
     if "error" in box:
         raise box["error"]
     return box["result"]
+
+
+def _progress_bar():
+    """A tqdm bar on stderr when tqdm is installed and stderr is a terminal, else None. Its
+    percentage is the share of the rows of the query's scans read so far (Database::progress)."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=100, unit="%", leave=False, desc="query (Ctrl-C cancels)",
+                bar_format="{desc} {bar} {n}% {elapsed}")
 
 
 class Cursor:

@@ -204,6 +204,14 @@ def test_parameters_as_expressions(cur):
         "?", 1)
 
 
+def test_numpy_scalars_as_parameters(cur):
+    np = pytest.importorskip("numpy")
+    row = cur.execute("SELECT ?, ?, ?, ?, ?, ?", [np.int32(-3), np.int64(2**40), np.float64(0.5), np.bool_(True),
+                                                 np.str_("s"), np.datetime64("2020-02-03")]).fetchone()
+    assert row == (-3, 2**40, 0.5, True, "s", datetime.date(2020, 2, 3))
+    assert [type(v) for v in row] == [int, int, float, bool, str, datetime.date]
+
+
 def test_strings_are_bound_safely(cur):
     cur.execute("CREATE TABLE t (s VARCHAR)")
     evil = "x'); DROP TABLE t; --"

@@ -85,9 +85,11 @@ def scan_placeholders(sql):
 
 def literal(value):
     """`value` as an SQL literal of TunaDB."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        value = value.item()  # NumPy scalars: the Python value (datetime64[D] -> date)
     if value is None:
         return "NULL"
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    if isinstance(value, bool):
         return "TRUE" if value else "FALSE"
     if isinstance(value, numbers.Integral):
         number = int(value)
@@ -122,8 +124,6 @@ def literal(value):
         return f"DATE '{value.year:04d}-{value.month:02d}-{value.day:02d}'"
     if isinstance(value, (bytes, bytearray, memoryview)):
         raise NotSupportedError("binary parameters are not supported")
-    if type(value).__name__ == "datetime64":
-        return literal(value.astype("datetime64[D]").item())
     raise NotSupportedError(f"parameters of type {type(value).__name__} are not supported")
 
 

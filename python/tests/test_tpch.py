@@ -88,3 +88,26 @@ def test_tpch_query_equals_duckdb(engines, number):
     if number in (1, 3, 10):
         table = ours.execute(sql).fetch_arrow_table()
         assert [tuple(r.values()) for r in table.to_pylist()] == got
+
+
+def test_load_tpch_generates_into_the_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with tunadb.connect(threads=2) as con:
+        rows = con.load_tpch(0.01)
+        assert os.path.exists(tmp_path / "tunadb" / "tpch" / "sf0.01" / ".complete")
+        assert sorted(con.tables()) == sorted(["region", "nation", "supplier", "customer", "part", "partsupp",
+                                               "orders", "lineitem"])
+        counts = [con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in con.tables()]
+        assert sum(counts) == rows and con.execute("SELECT count(*) FROM nation").fetchone() == (25,)
+        with pytest.raises(tunadb.ProgrammingError):  # the tables exist already
+            con.load_tpch(0.01)
+
+
+def test_load_tpch_errors(tmp_path):
+    with tunadb.connect(threads=1) as con:
+        with pytest.raises(tunadb.OperationalError):
+            con.load_tpch(directory=tmp_path / "nothing")
+        with pytest.raises(tunadb.InterfaceError):
+            con.load_tpch(-1)
+        with pytest.raises(tunadb.InterfaceError):
+            con.load_tpch()

@@ -70,7 +70,7 @@ def translate(engine_error, sql_is_copy=False):
     lower = message.lower()
     if lower.startswith("internal error"):
         cls = InternalError
-    elif lower in ("interrupted", "cancelled") or "out of memory" in lower:
+    elif lower in ("interrupted", "cancelled", "connection closed") or "out of memory" in lower:
         cls = OperationalError
     elif "not supported" in lower or "is not supported" in lower:
         cls = NotSupportedError

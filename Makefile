@@ -1,5 +1,5 @@
 # The two set-up commands of the README. Both install missing Debian packages first.
-.PHONY: demo test deps lint install-check clean
+.PHONY: demo test deps lint install-check python-test clean
 
 JOBS ?= $(shell nproc)
 
@@ -21,7 +21,7 @@ test: deps
 	cmake --preset tsan
 	cmake --build --preset tsan -j $(JOBS)
 	ctest --preset tsan -j $(JOBS)
-	$(MAKE) lint install-check
+	$(MAKE) lint install-check python-test
 
 lint:
 	cmake --build --preset tsan --target format-check
@@ -29,6 +29,14 @@ lint:
 
 install-check:
 	@scripts/check-install.sh
+
+# The tunadb Python package (python/): built into build/venv (release build of the engine kept in
+# build/python, so later runs compile only what changed; without build isolation, so that the
+# kept build always finds the same nanobind), then its pytest suite.
+python-test: deps
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) build/venv/bin/python -m pip install -q --disable-pip-version-check \
+	  --no-build-isolation ./python
+	build/venv/bin/python -m pytest -q python/tests
 
 clean:
 	rm -rf build

@@ -11,7 +11,7 @@ it measured and the targets it can judge. A target that could not be measured is
 the value NA and the reason is printed: nothing is filled in from earlier runs.
 
 Usage: /usr/bin/python3 scripts/demo.py --build-dir build/release [--quick] [--out results]
-       [--suites runtime,sync,bsearch,blinktree,join,tpch,scaling] [--tpch-sf 1] [--tpch-rounds 1]
+       [--suites runtime,sync,bsearch,blinktree,join,tpch,python,scaling] [--tpch-sf 1] [--tpch-rounds 1]
        [--workers 1,2,4,8,16]
 
 The scaling suite runs only when named in --suites or when --workers is given (then alone,
@@ -1084,6 +1084,44 @@ def add_speedups(rows, metric, unit_of_time=False):
     return rows + extra
 
 
+def python_suite(ctx):
+    """The tunadb Python package against DuckDB's: a 10 M-row, 4-column result fetched as Arrow
+    (scripts/python_bench.py, run on build/venv, where the package is installed if missing)."""
+    threads = max(ctx.tpch_threads)
+    target = Target("python_fetch_arrow_vs_duckdb", None, "ratio", ">= 0.67")
+    python = os.path.join(REPO, "build", "venv", "bin", "python")
+
+    def failed(reason):
+        target.note = reason
+        ctx.failures.append(f"python: {reason}")
+        return "python", [], [target]
+
+    if not os.access(python, os.X_OK):
+        return failed("build/venv is missing: run `make deps`")
+    if subprocess.run([python, "-c", "import tunadb"], capture_output=True).returncode != 0:
+        print("  python: installing the tunadb package into build/venv (compiles the engine once) ...", flush=True)
+        done = subprocess.run([python, "-m", "pip", "install", "-q", "--no-build-isolation",
+                               os.path.join(REPO, "python")], capture_output=True, text=True)
+        if done.returncode != 0:
+            return failed(f"pip install ./python failed: {(done.stdout + done.stderr).strip()[-500:]}")
+    rows = 1_000_000 if ctx.quick else 10_000_000
+    path = os.path.join(ctx.raw_dir, "python.csv")
+    done = subprocess.run([python, os.path.join(REPO, "scripts", "python_bench.py"), "--rows", str(rows),
+                           "--threads", str(threads), "--csv", path], capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        return failed(f"python_bench.py: {done.stderr.strip()[-500:]}")
+    with open(path, newline="") as handle:
+        measured = list(csv.DictReader(handle))
+    target.value = value_of(measured, "python_fetch_arrow", "duckdb_over_tunadb", threads, "ratio")
+    target.note = f"{rows} rows x 4 columns, {threads} threads, DuckDB time / TunaDB time"
+    return "python", measured, [target]
+
+
+def print_python_tables(rows):
+    for row in rows:
+        print(f"  {row['benchmark']:<20} {row['variant']:<20} {float(row['value']):10.4f} {row['unit']}")
+
+
 def scaling_suite(ctx):
     workers = ctx.workers or default_scaling_workers()
     listed = ",".join(str(w) for w in workers)
@@ -1212,6 +1250,7 @@ SUITES = [
     ("B-link tree (YCSB)", blinktree_suite, print_blinktree_tables, make_blinktree_plots),
     ("radix join (micro partitioning, squads)", join_suite, print_join_tables, make_join_plots),
     ("TPC-H: TunaDB and DuckDB", tpch_suite, print_tpch_tables, make_tpch_plots),
+    ("Python: TunaDB's package and DuckDB's", python_suite, print_python_tables, lambda csv_path, out_dir: []),
     ("scaling over worker counts", scaling_suite, print_scaling_tables, make_scaling_plots),
 ]
 # Not part of the default selection: run when named in --suites or when --workers is given.

@@ -38,8 +38,9 @@ else
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Python packages of scripts/tpch.py, in a virtual environment of the system Python (not
-# whatever python3 comes first in PATH) so that the Debian package above is the one it uses.
+# Python packages of scripts/tpch.py and of the tunadb package (python/: its build and pytest), in
+# a virtual environment of the system Python (not whatever python3 comes first in PATH) so that
+# the Debian package above is the one it uses.
 duckdb_version=1.5.5
 venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/venv"
 venv_ready() {
@@ -47,11 +48,12 @@ venv_ready() {
 import sys
 from importlib.metadata import version
 import duckdb, duckdb_extension_tpch
+import nanobind, scikit_build_core, pytest, numpy, pyarrow  # the tunadb package: build and tests
 sys.exit(0 if duckdb.__version__ == version("duckdb-extension-tpch") == sys.argv[1] else 1)
 PY
 }
 if venv_ready; then
-  echo "deps: build/venv has duckdb $duckdb_version"
+  echo "deps: build/venv has duckdb $duckdb_version and the tunadb build and test packages"
   exit 0
 fi
 if ! "$venv/bin/python" -c '' 2>/dev/null; then
@@ -59,6 +61,7 @@ if ! "$venv/bin/python" -c '' 2>/dev/null; then
   /usr/bin/python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-  "duckdb==$duckdb_version" "duckdb-extension-tpch==$duckdb_version"
+  "duckdb==$duckdb_version" "duckdb-extension-tpch==$duckdb_version" \
+  nanobind scikit-build-core pytest numpy pyarrow
 venv_ready || { echo "deps: duckdb $duckdb_version is not importable in $venv" >&2; exit 1; }
 echo "deps: installed duckdb $duckdb_version into build/venv"

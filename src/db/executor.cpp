@@ -260,7 +260,11 @@ QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const Execu
     }
     QueryResult result;
     result.columns = plan.output;
-    result.rows = query.sink->rows();
+    if (options.columnar) {
+        result.columnar = query.sink->columns(runtime, plan.output);
+    } else {
+        result.rows = query.sink->rows();
+    }
     result.elapsed = run.elapsed;
     result.pipelines = run.pipelines;
     return result;

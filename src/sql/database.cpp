@@ -87,8 +87,11 @@ private:
         throw _source.error(message, location >= 0 ? location : _statement.location);
     }
 
-    db::QueryResult run_plan(const db::PlanNode &plan) {
+    /// `rows`: the result as rows of Values whatever ExecutionOptions::columnar says (INSERT
+    /// reads them).
+    db::QueryResult run_plan(const db::PlanNode &plan, bool rows = false) {
         db::ExecutionOptions options = _database.options().execution;
+        options.columnar = options.columnar && !rows;
         options.cancel = dataflow::CancelToken{};
         options.progress = db::QueryProgress{};
         const Database::RunningQuery running(_database, options);
@@ -455,7 +458,7 @@ private:
                          std::to_string(compiled.physical.root->output.size()),
                      location);
             }
-            db::QueryResult queried = run_plan(*compiled.physical.root);
+            db::QueryResult queried = run_plan(*compiled.physical.root, true);
             rows = std::move(queried.rows);
             row_locations.assign(rows.size(), location);
         }

@@ -110,18 +110,62 @@ struct ExecutionOptions {
     dataflow::CancelToken cancel{};
     /// Counts the rows the run's scans have read; execute() resets it. Use a fresh one per query.
     QueryProgress progress{};
+    /// The result comes as whole columns (QueryResult::columnar) instead of rows of Values: one
+    /// contiguous array per column, copied from the result batches by parallel tasks (the Python
+    /// package hands these arrays to NumPy and Arrow without a per-value step).
+    bool columnar{false};
+};
+
+/// One column of a columnar result, in the Arrow columnar format's value layout (so that the
+/// Python package hands it to Arrow and NumPy without converting): BOOLEAN one byte per row (0 or
+/// 1), INTEGER and DATE (days since 1970-01-01) std::int32_t, BIGINT std::int64_t, DECIMAL Int128
+/// (the value times 10^scale, whatever the precision), DOUBLE double, VARCHAR 64-bit offsets into
+/// `chars`. NULL rows hold zero bytes (an empty string).
+struct ResultColumn {
+    /// rows values of result_width(type) bytes; VARCHAR: rows + 1 ascending offsets
+    /// (std::int64_t), the i-th string being chars[offsets[i], offsets[i + 1]).
+    std::unique_ptr<std::byte[]> values;
+    /// nullptr when no row is NULL; otherwise one byte per row, 1 = NULL.
+    std::unique_ptr<std::uint8_t[]> nulls;
+    /// VARCHAR: the bytes of all strings, back to back.
+    std::unique_ptr<char[]> chars;
+    std::size_t chars_size{0};
+
+    /// Bytes per row of `values` for a column of this type.
+    [[nodiscard]] static constexpr std::size_t result_width(const Type &type) noexcept {
+        switch (type.id) {
+        case TypeId::boolean:
+            return 1;
+        case TypeId::integer:
+        case TypeId::date:
+            return 4;
+        case TypeId::decimal:
+            return 16;
+        default:
+            return 8;
+        }
+    }
+};
+
+struct ColumnarResult {
+    std::size_t rows{0};
+    std::vector<ResultColumn> columns; // one per QueryResult::columns
 };
 
 /// The result of a query: columns, rows, and how long the run took.
 struct QueryResult {
     std::vector<OutputColumn> columns;
     std::vector<std::vector<Value>> rows;
+    /// The rows as columns instead, when ExecutionOptions::columnar was set (`rows` is empty).
+    std::shared_ptr<ColumnarResult> columnar;
     /// Time of the dataflow run (not compiling the plan or converting the result rows).
     std::chrono::nanoseconds elapsed{0};
     /// Start and end of every pipeline relative to the run's start (indexed by pipeline id).
     std::vector<dataflow::PipelineTiming> pipelines;
 
-    [[nodiscard]] std::size_t row_count() const noexcept { return rows.size(); }
+    [[nodiscard]] std::size_t row_count() const noexcept {
+        return columnar != nullptr ? columnar->rows : rows.size();
+    }
     [[nodiscard]] std::size_t column_count() const noexcept { return columns.size(); }
     [[nodiscard]] const Value &at(std::size_t row, std::size_t column) const {
         return rows.at(row).at(column);

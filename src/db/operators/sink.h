@@ -3,12 +3,15 @@
 // The result sink: the last node of every query graph. Its consume tasks keep the batches they
 // receive in a list of the worker they run on; after the run the executor turns them into rows.
 // The batches of an ordered input (a sort) may arrive on any worker in any order: rows() puts
-// them back in the order of their sequence numbers (unordered inputs all carry 0).
+// them back in the order of their sequence numbers (unordered inputs all carry 0). columns()
+// does the same into one array per column (ExecutionOptions::columnar).
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include <mx/db/executor.h>
+#include <mx/db/plan.h>
 #include <mx/db/types.h>
 #include <mx/db/vector.h>
 
@@ -43,6 +46,11 @@ public:
         }
         return result;
     }
+
+    /// The collected rows as whole columns of the given types (call after the run): parallel copy
+    /// tasks on `runtime`, one per batch. Call from outside the runtime's workers.
+    [[nodiscard]] std::shared_ptr<ColumnarResult> columns(tasking::Runtime &runtime,
+                                                          const std::vector<OutputColumn> &types) const;
 
 private:
     CollectedBatches _batches; // read by the executor's thread after the run

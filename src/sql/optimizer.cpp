@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include <mx/util/assert.h>
+
 namespace mx::sql::detail {
 
 namespace {
@@ -129,6 +131,53 @@ db::ExprPtr implied_by_or(const db::Expr &expression, const std::set<ColumnId> &
     return db::expr::logical_or(std::move(branches));
 }
 
+/// A deep copy of a plan (expressions are immutable and shared). The copy keeps the column ids:
+/// it is used only as the build side of a semi join, whose output is the probe side's.
+LogicalPtr clone(const LogicalNode &node) {
+    auto copy = std::make_unique<LogicalNode>();
+    copy->kind = node.kind;
+    for (const auto &child : node.children) {
+        copy->children.push_back(clone(*child));
+    }
+    copy->output = node.output;
+    copy->table = node.table;
+    copy->table_columns = node.table_columns;
+    copy->alias = node.alias;
+    copy->conjuncts = node.conjuncts;
+    copy->expressions = node.expressions;
+    copy->join_kind = node.join_kind;
+    copy->left_keys = node.left_keys;
+    copy->right_keys = node.right_keys;
+    copy->strategy = node.strategy;
+    copy->bloom_filter = node.bloom_filter;
+    copy->optimized = node.optimized;
+    copy->groups = node.groups;
+    copy->aggregates = node.aggregates;
+    copy->sort_keys = node.sort_keys;
+    copy->limit = node.limit;
+    copy->offset = node.offset;
+    copy->rows = node.rows;
+    copy->prefetch_whole = node.prefetch_whole;
+    return copy;
+}
+
+void reset_estimates(LogicalNode &node) {
+    node.rows = -1.0;
+    for (auto &child : node.children) {
+        reset_estimates(*child);
+    }
+}
+
+/// The tables a plan reads, for EXPLAIN's notes.
+void table_names(const LogicalNode &node, std::string &out) {
+    if (node.kind == LogicalKind::get) {
+        out.append(out.empty() ? "" : ", ").append(node.alias.empty() ? node.table->name() : node.alias);
+    }
+    for (const auto &child : node.children) {
+        table_names(*child, out);
+    }
+}
+
 } // namespace
 
 void Optimizer::register_base(const LogicalNode &node) {
@@ -178,6 +227,9 @@ double Optimizer::distinct(ColumnId id, double rows) const {
 }
 
 LogicalPtr Optimizer::optimize(LogicalPtr root) {
+    if (!_options.magic_sets) {
+        _notes.emplace_back("magic sets: off");
+    }
     register_base(*root);
     root = rewrite(std::move(root));
     estimate(*root);
@@ -636,6 +688,15 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         }
     }
 
+    if (_options.magic_sets && leaves.size() > 1) {
+        std::vector<db::ExprPtr> joining;
+        joining.reserve(predicates.size());
+        for (const auto &predicate : predicates) {
+            joining.push_back(predicate.expression);
+        }
+        apply_magic_sets(leaves, joining);
+    }
+
     // Greedy join ordering over the leaves.
     struct Component {
         LogicalPtr tree;
@@ -755,6 +816,156 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         estimate(*tree);
     }
     return tree;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Magic sets
+//
+// Neumann and Kemper's unnesting ("Unnesting Arbitrary Queries", BTW 2015) evaluates a
+// correlated subquery once per distinct value of the outer side's correlation columns (the magic
+// set) instead of once per group of its whole input. The binder has already turned such a
+// subquery into an aggregation grouped by the correlation columns, inner-joined on them; here
+// the aggregation's input is restricted to the keys the join can use. Any leaf L of the same
+// join region connected to the aggregation's group keys by equalities supplies a superset of
+// those keys (every result row combines one row of each leaf), so a semi join of the input with
+// a copy of L keeps every group that can find a partner, each with all of its rows (the
+// restriction is on the group keys), and drops the rest before they are aggregated. L is scanned
+// twice instead of the outer side being materialized once; that pays when L is much smaller
+// than the number of groups.
+
+void Optimizer::apply_magic_sets(std::vector<LogicalPtr> &leaves,
+                                 const std::vector<db::ExprPtr> &predicates) {
+    for (std::size_t a = 0; a < leaves.size(); ++a) {
+        // The aggregation under projections and filters (a HAVING filter, the subquery's select
+        // list); `through` follows each leaf output down to the node at hand.
+        LogicalNode *node = leaves[a].get();
+        std::map<ColumnId, ColumnId> through;
+        for (ColumnId id : node->output) {
+            through[id] = id;
+        }
+        while (node->kind == LogicalKind::project || node->kind == LogicalKind::filter) {
+            if (node->kind == LogicalKind::project) {
+                std::map<ColumnId, ColumnId> next;
+                for (const auto &[leaf_id, current] : through) {
+                    for (std::size_t i = 0; i < node->output.size(); ++i) {
+                        if (node->output[i] == current &&
+                            node->expressions[i]->kind() == db::ExprKind::column) {
+                            next[leaf_id] = node->expressions[i]->column_index();
+                        }
+                    }
+                }
+                through = std::move(next);
+            }
+            node = node->children[0].get();
+        }
+        if (node->kind != LogicalKind::aggregate || node->groups.empty()) {
+            continue;
+        }
+        LogicalNode &aggregate = *node;
+        // Leaf outputs that are group keys, mapped to the input column they group by.
+        std::map<ColumnId, ColumnId> to_input;
+        for (const auto &[leaf_id, current] : through) {
+            for (std::size_t i = 0; i < aggregate.groups.size(); ++i) {
+                if (aggregate.output[i] == current && aggregate.groups[i]->kind() == db::ExprKind::column) {
+                    to_input[leaf_id] = aggregate.groups[i]->column_index();
+                }
+            }
+        }
+        if (to_input.empty()) {
+            continue;
+        }
+        // Equalities between group keys and the columns of one other leaf, rewritten onto the
+        // aggregation's input: the semi join's conditions, per other leaf.
+        std::vector<std::vector<db::ExprPtr>> conditions(leaves.size());
+        std::vector<std::set<ColumnId>> needed(leaves.size());
+        for (const auto &predicate : predicates) {
+            if (predicate->kind() != db::ExprKind::compare ||
+                predicate->compare_op() != db::CompareOp::equal) {
+                continue;
+            }
+            for (std::size_t side = 0; side < 2; ++side) {
+                const auto mine = columns_of(predicate->child(side));
+                const auto other = columns_of(predicate->child(1 - side));
+                const bool keys = !mine.empty() && std::all_of(mine.begin(), mine.end(), [&](ColumnId id) {
+                    return to_input.count(id) > 0;
+                });
+                if (!keys || other.empty()) {
+                    continue;
+                }
+                for (std::size_t b = 0; b < leaves.size(); ++b) {
+                    if (b != a && subset(other, id_set(leaves[b]->output))) {
+                        conditions[b].push_back(db::expr::remap_columns(predicate, [&](std::uint32_t id) {
+                            const auto it = to_input.find(id);
+                            return it != to_input.end() ? it->second : id;
+                        }));
+                        for (ColumnId id : mine) {
+                            needed[b].insert(to_input.at(id));
+                        }
+                        break;
+                    }
+                }
+                break;
+            }
+        }
+        // The leaf with the most key equalities, if it is small enough to pay for its copy.
+        std::optional<std::size_t> best;
+        for (std::size_t b = 0; b < leaves.size(); ++b) {
+            if (!conditions[b].empty() &&
+                (!best.has_value() || conditions[b].size() > conditions[*best].size())) {
+                best = b;
+            }
+        }
+        if (!best.has_value()) {
+            continue;
+        }
+        const double groups = aggregate.rows >= 0 ? aggregate.rows : aggregate.children[0]->rows;
+        const double magic_rows = leaves[*best]->rows;
+        if (!(magic_rows >= 0 && magic_rows * magic_set_min_ratio < groups)) {
+            continue;
+        }
+        std::string groups_text;
+        for (const auto &group : aggregate.groups) {
+            groups_text.append(groups_text.empty() ? "" : ", ").append(db::to_string(*group));
+        }
+        std::string source;
+        table_names(*leaves[*best], source);
+        LogicalPtr magic = clone(*leaves[*best]);
+        aggregate.children[0] =
+            push_magic_set(std::move(aggregate.children[0]), needed[*best], magic, conditions[*best]);
+        MX_ASSERT(magic == nullptr, "push_magic_set places the semi join");
+        reset_estimates(*leaves[a]);
+        estimate(*leaves[a]);
+        _notes.push_back("magic set: the aggregation grouped by [" + groups_text +
+                         "] reads only the keys of [" + source + "]");
+    }
+}
+
+LogicalPtr Optimizer::push_magic_set(LogicalPtr node, const std::set<ColumnId> &needed, LogicalPtr &magic,
+                                     std::vector<db::ExprPtr> &conjuncts) {
+    const std::vector<ColumnId> ids(needed.begin(), needed.end());
+    switch (node->kind) {
+    case LogicalKind::filter:
+        node->children[0] = push_magic_set(std::move(node->children[0]), needed, magic, conjuncts);
+        return node;
+    case LogicalKind::join: {
+        // Into the side that has the keys: the build side of an inner join, the probe side of
+        // any join (a left join's preserved side: rows with other keys are dropped above).
+        const std::size_t sides = node->join_kind == db::JoinKind::inner ? 2 : 1;
+        for (std::size_t side = 0; side < sides; ++side) {
+            if (subset(ids, id_set(node->children[side]->output))) {
+                node->children[side] =
+                    push_magic_set(std::move(node->children[side]), needed, magic, conjuncts);
+                return node;
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    LogicalPtr semi = make_join(db::JoinKind::semi, std::move(node), std::move(magic), std::move(conjuncts));
+    choose_keys(*semi);
+    return semi;
 }
 
 // ---------------------------------------------------------------------------------------------

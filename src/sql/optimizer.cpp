@@ -168,6 +168,15 @@ void reset_estimates(LogicalNode &node) {
     }
 }
 
+/// The rows of all tables a plan scans (each scan counted).
+double scanned_rows(const LogicalNode &node) {
+    double rows = node.kind == LogicalKind::get ? static_cast<double>(node.table->row_count()) : 0.0;
+    for (const auto &child : node.children) {
+        rows += scanned_rows(*child);
+    }
+    return rows;
+}
+
 /// The tables a plan reads, for EXPLAIN's notes.
 void table_names(const LogicalNode &node, std::string &out) {
     if (node.kind == LogicalKind::get) {
@@ -677,6 +686,17 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
                 break;
             }
         }
+        // A build side at least as large as the leaf filters it at a high price: with magic sets
+        // the semi join waits for the joins, which usually shrink its probe side, and its build
+        // side is then restricted to their keys (Q21's EXISTS over all of lineitem).
+        if (target.has_value() && _options.magic_sets && leaves.size() > 1) {
+            if (semi->children[1]->rows < 0) {
+                estimate(*semi->children[1]);
+            }
+            if (semi->children[1]->rows >= leaves[*target]->rows) {
+                target.reset();
+            }
+        }
         if (target.has_value()) {
             semi->children[0] = std::move(leaves[*target]);
             semi->output = semi->children[0]->output;
@@ -798,7 +818,12 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         components.erase(components.begin() + static_cast<std::ptrdiff_t>(j));
     }
     LogicalPtr tree = std::move(components.front().tree);
+    const LogicalNode *joined =
+        tree.get(); // the joins alone: every semi join's probe keys are among its keys
     for (auto &semi : top_semis) {
+        if (_options.magic_sets) {
+            restrict_semi_build(*semi, *joined);
+        }
         semi->children[0] = std::move(tree);
         semi->output = semi->children[0]->output;
         choose_keys(*semi);
@@ -918,9 +943,13 @@ void Optimizer::apply_magic_sets(std::vector<LogicalPtr> &leaves,
         if (!best.has_value()) {
             continue;
         }
+        // The copy of L must yield far fewer keys than there are groups, and scanning it again
+        // must cost less than scanning the aggregation's input (L may itself be an expensive
+        // derived table).
         const double groups = aggregate.rows >= 0 ? aggregate.rows : aggregate.children[0]->rows;
         const double magic_rows = leaves[*best]->rows;
-        if (!(magic_rows >= 0 && magic_rows * magic_set_min_ratio < groups)) {
+        if (!(magic_rows >= 0 && magic_rows * magic_set_min_ratio < groups) ||
+            scanned_rows(*leaves[*best]) >= magic_set_max_rescan * scanned_rows(*aggregate.children[0])) {
             continue;
         }
         std::string groups_text;
@@ -938,6 +967,80 @@ void Optimizer::apply_magic_sets(std::vector<LogicalPtr> &leaves,
         _notes.push_back("magic set: the aggregation grouped by [" + groups_text +
                          "] reads only the keys of [" + source + "]");
     }
+}
+
+void Optimizer::restrict_semi_build(LogicalNode &semi, const LogicalNode &probe) {
+    // The equalities between build-side and probe-side columns: a build row whose keys no probe
+    // row has can match nothing, whether the join is a semi or an anti join, with or without a
+    // residual (it applies only to rows with equal keys).
+    const std::set<ColumnId> build = id_set(semi.children[1]->output);
+    const std::set<ColumnId> probe_ids = id_set(probe.output);
+    std::vector<db::ExprPtr> conditions;
+    std::set<ColumnId> needed_build;
+    std::set<ColumnId> needed_probe;
+    for (const auto &conjunct : semi.conjuncts) {
+        if (conjunct->kind() != db::ExprKind::compare || conjunct->compare_op() != db::CompareOp::equal) {
+            continue;
+        }
+        const auto a = columns_of(conjunct->child(0));
+        const auto b = columns_of(conjunct->child(1));
+        if (a.empty() || b.empty()) {
+            continue;
+        }
+        if (subset(a, build) && subset(b, probe_ids)) {
+            needed_build.insert(a.begin(), a.end());
+            needed_probe.insert(b.begin(), b.end());
+        } else if (subset(b, build) && subset(a, probe_ids)) {
+            needed_build.insert(b.begin(), b.end());
+            needed_probe.insert(a.begin(), a.end());
+        } else {
+            continue;
+        }
+        conditions.push_back(conjunct);
+    }
+    if (conditions.empty()) {
+        return;
+    }
+    // The keys come from the smallest subtree of the probe side that has the key columns (the
+    // deeper one on a tie: fewer tables to scan again).
+    const std::vector<ColumnId> keys(needed_probe.begin(), needed_probe.end());
+    const LogicalNode *source = &probe;
+    for (const LogicalNode *node = &probe;;) {
+        const LogicalNode *next = nullptr;
+        if (node->kind == LogicalKind::filter ||
+            (node->kind == LogicalKind::join && node->join_kind != db::JoinKind::left_outer)) {
+            const std::size_t sides =
+                node->kind == LogicalKind::join && node->join_kind == db::JoinKind::inner ? 2 : 1;
+            for (std::size_t side = 0; side < sides && next == nullptr; ++side) {
+                if (subset(keys, id_set(node->children[side]->output))) {
+                    next = node->children[side].get();
+                }
+            }
+        }
+        if (next == nullptr) {
+            break;
+        }
+        if (next->rows >= 0 && next->rows <= source->rows) {
+            source = next;
+        }
+        node = next;
+    }
+    const double build_rows = semi.children[1]->rows;
+    if (!(source->rows >= 0 && source->rows * magic_set_min_ratio < build_rows) ||
+        scanned_rows(*source) >= magic_set_max_rescan * scanned_rows(*semi.children[1])) {
+        return;
+    }
+    std::string build_text;
+    table_names(*semi.children[1], build_text);
+    std::string source_text;
+    table_names(*source, source_text);
+    LogicalPtr magic = clone(*source);
+    semi.children[1] = push_magic_set(std::move(semi.children[1]), needed_build, magic, conditions);
+    MX_ASSERT(magic == nullptr, "push_magic_set places the semi join");
+    reset_estimates(*semi.children[1]);
+    estimate(*semi.children[1]);
+    _notes.push_back("magic set: the build side of the " + std::string(db::join_kind_name(semi.join_kind)) +
+                     " join [" + build_text + "] reads only the keys of [" + source_text + "]");
 }
 
 LogicalPtr Optimizer::push_magic_set(LogicalPtr node, const std::set<ColumnId> &needed, LogicalPtr &magic,

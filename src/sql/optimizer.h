@@ -34,10 +34,14 @@ inline constexpr double radix_join_min_build_rows = 1U << 20U;
 /// A scan predicate keeping at most this fraction of rows is "highly selective": its columns
 /// are prefetched entirely, the other columns are touched for few rows only.
 inline constexpr double selective_scan_fraction = 0.05;
-/// Magic sets: the other join side is copied into a semi join below an aggregation only when
-/// the aggregation is estimated to have more than this many times as many groups as that side
-/// has rows (the copy is a second scan of that side).
+/// Magic sets: the other join side is copied into a semi join below an aggregation (or below a
+/// semi join's build side) only when the aggregation is estimated to have more than this many
+/// times as many groups (the build side as many rows) as that side has rows,
 inline constexpr double magic_set_min_ratio = 2.0;
+/// and only when that copy scans fewer than this many times the table rows the restricted
+/// input scans: hashing a row (an aggregation, a join build) costs several times scanning it,
+/// but the other side may be an expensive derived table.
+inline constexpr double magic_set_max_rescan = 2.0;
 
 class Optimizer {
 public:
@@ -72,6 +76,9 @@ private:
     /// Magic sets over the leaves of one region (before join ordering): `predicates` are the
     /// region's conjuncts over several leaves.
     void apply_magic_sets(std::vector<LogicalPtr> &leaves, const std::vector<db::ExprPtr> &predicates);
+    /// Magic set for a semi/anti join placed above the region's joins (`probe`): its build side
+    /// reads only the keys of the smallest subtree of `probe` that has its probe keys.
+    void restrict_semi_build(LogicalNode &semi, const LogicalNode &probe);
     /// Puts a semi join with `magic` on `conjuncts` as deep into `node` as the columns `needed`
     /// (which the conjuncts read on this side) allow.
     LogicalPtr push_magic_set(LogicalPtr node, const std::set<ColumnId> &needed, LogicalPtr &magic,

@@ -132,6 +132,11 @@ TEST_F(MagicSetTest, NotWhenTheOtherSideIsLarge) {
     // The outer side (all of i) has more rows than the aggregation has groups: no second scan.
     EXPECT_EQ(rows("SELECT count(*) FROM i WHERE i.q <= (SELECT min(q) FROM i i2 WHERE i2.k = i.k)", false),
               (Rows{"200"}));
+    // Few rows on the other side, but it scans more table rows than the aggregation's input.
+    EXPECT_EQ(rows("SELECT t.k, t.s FROM i, (SELECT k, sum(x) AS s FROM o GROUP BY k) t WHERE i.q = 1 AND "
+                   "t.k = i.k",
+                   false),
+              (Rows{"1|10"}));
 }
 
 TEST_F(MagicSetTest, CorrelatedCountWithoutTheCountBug) {

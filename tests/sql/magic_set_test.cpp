@@ -30,12 +30,17 @@ DatabaseOptions with_magic_sets(bool on) {
 
 // o: the outer side, six rows: a duplicate key (2), a NULL key, a key without a group (999).
 // i: 400 rows, k = r % 200 (two rows per key, q = r and r + 200), and two rows with a NULL key.
-// e: empty.
+// e: empty. f and g: small tables that the outer side joins (they shrink it before the semi
+// joins: TPC-H Q21's shape).
 constexpr const char *tables = R"sql(
 CREATE TABLE o (k INTEGER, x INTEGER NOT NULL);
 INSERT INTO o VALUES (1, 10), (2, 0), (2, 5), (NULL, 7), (999, 1), (3, 100);
 CREATE TABLE i (k INTEGER, q INTEGER NOT NULL);
 CREATE TABLE e (k INTEGER, q INTEGER NOT NULL);
+CREATE TABLE f (k INTEGER);
+INSERT INTO f VALUES (1), (2), (NULL);
+CREATE TABLE g (x INTEGER NOT NULL);
+INSERT INTO g VALUES (7), (1), (10);
 )sql";
 
 } // namespace
@@ -137,6 +142,42 @@ TEST_F(MagicSetTest, NotWhenTheOtherSideIsLarge) {
                    "t.k = i.k",
                    false),
               (Rows{"1|10"}));
+}
+
+TEST_F(MagicSetTest, SemiAndAntiJoinBuildSides) {
+    // o joined with f keeps keys 1, 2, 2; i's rows of other keys cannot match and are dropped
+    // before the build. The residual (q <> x, q > 201) applies only to rows with equal keys.
+    EXPECT_EQ(
+        rows("SELECT o.k, o.x FROM o, f WHERE o.k = f.k AND EXISTS (SELECT * FROM i WHERE i.k = o.k AND "
+             "i.q <> o.x) ORDER BY 1, 2"),
+        (Rows{"1|10", "2|0", "2|5"}));
+    EXPECT_EQ(
+        rows("SELECT o.k, o.x FROM o, f WHERE o.k = f.k AND NOT EXISTS (SELECT * FROM i WHERE i.k = o.k "
+             "AND i.q > 201) ORDER BY 1, 2"),
+        (Rows{"1|10"}));
+    // o joined with g keeps the NULL key and 999: NOT EXISTS keeps both (nothing matches them).
+    EXPECT_EQ(
+        rows("SELECT o.k, o.x FROM o, g WHERE o.x = g.x AND NOT EXISTS (SELECT * FROM i WHERE i.k = o.k) "
+             "ORDER BY 1, 2"),
+        (Rows{"999|1", "NULL|7"}));
+    EXPECT_EQ(rows("SELECT o.k, o.x FROM o, g WHERE o.x = g.x AND EXISTS (SELECT * FROM i WHERE i.k = o.k) "
+                   "ORDER BY 1, 2"),
+              (Rows{"1|10"}));
+    // Empty probe side; a build side that is empty after its own filter.
+    EXPECT_EQ(rows("SELECT o.k FROM o, g WHERE o.x = g.x AND g.x > 100 AND EXISTS (SELECT * FROM i WHERE i.k "
+                   "= o.k)"),
+              (Rows{}));
+    EXPECT_EQ(rows("SELECT o.k FROM o, g WHERE o.x = g.x AND EXISTS (SELECT * FROM i WHERE i.k = o.k AND i.q "
+                   "+ 1 < 0)"),
+              (Rows{}));
+    EXPECT_EQ(
+        rows("SELECT o.k, o.x FROM o, g WHERE o.x = g.x AND NOT EXISTS (SELECT * FROM i WHERE i.k = o.k "
+             "AND i.q + 1 < 0) ORDER BY 1, 2"),
+        (Rows{"1|10", "999|1", "NULL|7"}));
+    // A build side smaller than the outer leaf filters it directly (no rescan).
+    EXPECT_EQ(
+        rows("SELECT count(*) FROM i, f WHERE i.k = f.k AND EXISTS (SELECT * FROM g WHERE g.x = i.q)", false),
+        (Rows{"1"}));
 }
 
 TEST_F(MagicSetTest, CorrelatedCountWithoutTheCountBug) {

@@ -7,7 +7,9 @@
 //     into the preserved side of outer joins and below semi/anti joins,
 //   - magic sets: an aggregation that is joined on its group keys (a decorrelated correlated
 //     subquery, a grouped derived table) reads only the rows whose keys the other side of that
-//     join can supply: a semi join with a copy of that side restricts its input,
+//     join can supply: a semi join with a copy of that side restricts its input; likewise a
+//     semi/anti join with a large build side waits for the region's joins and its build side
+//     reads only the keys of the joined probe side,
 //   - join ordering: inner joins and cross products of a query block form one region whose
 //     relations are joined greedily, always the connected pair with the smallest estimated
 //     result; the smaller input becomes the build side,

@@ -174,6 +174,14 @@ TEST_F(MagicSetTest, SemiAndAntiJoinBuildSides) {
         rows("SELECT o.k, o.x FROM o, g WHERE o.x = g.x AND NOT EXISTS (SELECT * FROM i WHERE i.k = o.k "
              "AND i.q + 1 < 0) ORDER BY 1, 2"),
         (Rows{"1|10", "999|1", "NULL|7"}));
+    // NOT IN: an anti join plus a check of the subquery's NULLs (i has NULL keys: never true),
+    // which the restriction must not change.
+    EXPECT_EQ(rows("SELECT o.k, o.x FROM o, g WHERE o.x = g.x AND o.k NOT IN (SELECT k FROM i)"), (Rows{}));
+    EXPECT_EQ(rows("SELECT o.k, o.x FROM o, g WHERE o.x = g.x AND o.k NOT IN (SELECT k FROM i WHERE k IS NOT "
+                   "NULL) ORDER BY 1, 2"),
+              (Rows{"999|1"}));
+    EXPECT_EQ(rows("SELECT o.k, o.x FROM o, g WHERE o.x = g.x AND o.k IN (SELECT k FROM i) ORDER BY 1, 2"),
+              (Rows{"1|10"}));
     // A build side smaller than the outer leaf filters it directly (no rescan).
     EXPECT_EQ(
         rows("SELECT count(*) FROM i, f WHERE i.k = f.k AND EXISTS (SELECT * FROM g WHERE g.x = i.q)", false),

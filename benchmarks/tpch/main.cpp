@@ -79,6 +79,7 @@ struct Options {
     double timeout_seconds{0.0};
     double cancel_grace_seconds{10.0};
     bool pin{true};
+    bool magic_sets{true};
 };
 
 enum class Status : std::uint8_t {
@@ -541,6 +542,7 @@ int run(const Options &options, const std::string &command) {
     mx::tasking::Runtime runtime(config);
     mx::sql::DatabaseOptions database_options;
     database_options.execution.morsel_rows = options.morsel_rows;
+    database_options.optimizer.magic_sets = options.magic_sets;
     mx::sql::Database db(runtime, database_options);
 
     std::printf("tunadb, threads=%u%s, morsel_rows=%u, %s (%u CPUs online)\n%s\n", options.threads,
@@ -629,6 +631,8 @@ int main(int argc, char **argv) {
                    "after a timeout, give up and exit (remaining queries skipped) when the cancelled run "
                    "has not stopped within this many seconds")
         ->check(CLI::Range(0.0, 1e6));
+    app.add_flag("!--no-magic-sets", options.magic_sets,
+                 "switch the optimizer's magic sets off (correlated subqueries aggregate their whole input)");
     app.add_flag("--explain", options.explain, "print each query's plan (EXPLAIN) before running it");
     CLI11_PARSE(app, argc, argv);
 

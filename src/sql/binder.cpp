@@ -55,6 +55,9 @@ LogicalPtr Binder::join_and_filter(LogicalPtr tree, Block &block) {
     for (auto &semi : block.semi_joins) {
         tree = make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
     }
+    for (auto &outer : block.outer_leaves) {
+        tree = make_join(outer.kind, std::move(tree), std::move(outer.right), std::move(outer.conjuncts));
+    }
     if (!block.where_conjuncts.empty()) {
         tree = make_filter(std::move(tree), std::move(block.where_conjuncts));
     }

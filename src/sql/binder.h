@@ -117,6 +117,7 @@ private:
         std::vector<LogicalAggregate> aggregates;
     };
 
+    /// A semi, anti or left outer join of a subquery onto the block.
     struct SemiJoin {
         db::JoinKind kind{db::JoinKind::semi};
         LogicalPtr right;
@@ -129,11 +130,13 @@ private:
         std::vector<LogicalPtr> leaves;           // joined below WHERE (scalar subqueries)
         std::vector<db::ExprPtr> where_conjuncts; // incl. conjuncts of decorrelation
         std::vector<SemiJoin> semi_joins;
+        std::vector<SemiJoin> outer_leaves;            // left-joined after the semi joins (count())
         std::vector<LogicalPtr> post_aggregate_leaves; // scalar subqueries of SELECT/HAVING
         bool aggregate{false};
     };
 
-    /// Joins the block's scalar-subquery leaves and semi joins onto `tree` and applies WHERE.
+    /// Joins the block's scalar-subquery leaves, semi joins and left-joined subqueries onto
+    /// `tree` and applies WHERE.
     static LogicalPtr join_and_filter(LogicalPtr tree, Block &block);
 
     struct Context {

@@ -829,15 +829,29 @@ Bound Binder::bind_sublink(const Json &body, Context &context) {
         fail("correlated scalar subqueries are supported only as an operand of a comparison in WHERE",
              location);
     }
+    // count() over a correlation value without rows is 0, not a missing group (the "count
+    // bug"): a subquery that is exactly count(...) is left-joined and a missing group reads 0.
+    // Other uses of count() would need the whole select expression evaluated over no rows.
     const auto targets = list_field(node_body(subselect), "targetList");
+    const Json &subselect_body = node_body(subselect);
+    const bool count_alone = targets.size() == 1 && [&] {
+        const Json &value_node = field(node_body(*targets.front()), "val");
+        return node_name(value_node) == "FuncCall" && function_name(node_body(value_node)) == "count" &&
+               !field(node_body(value_node), "over").is_object() &&
+               field(subselect_body, "havingClause").is_null() &&
+               list_field(subselect_body, "groupClause").empty();
+    }();
     for (const Json *target : targets) {
         const Json &value_node = field(node_body(*target), "val");
         std::vector<const Json *> stack{&value_node};
         while (!stack.empty()) {
             const Json *node = stack.back();
             stack.pop_back();
-            if (node_name(*node) == "FuncCall" && function_name(node_body(*node)) == "count") {
-                fail("correlated scalar subqueries with count() are not supported", location);
+            if (!count_alone && node_name(*node) == "FuncCall" &&
+                function_name(node_body(*node)) == "count") {
+                fail("correlated scalar subqueries with count() are supported only when the subquery selects "
+                     "count(...) alone (no other expression, GROUP BY or HAVING)",
+                     location);
             }
             if (node->is_structured() && node_name(*node) != "SubLink") {
                 for (const auto &child : *node) {
@@ -851,15 +865,25 @@ Bound Binder::bind_sublink(const Json &body, Context &context) {
     if (!contains_aggregate(node_body(subselect), 0)) {
         fail("correlated scalar subqueries must compute an aggregate", location);
     }
-    block.leaves.push_back(std::move(bound.plan));
+    std::vector<db::ExprPtr> condition;
     for (std::size_t i = 0; i < keys; ++i) {
         try {
-            block.where_conjuncts.push_back(
-                db::expr::equal(bound.outer_keys[i], _columns.ref(bound.inner_keys[i])));
+            condition.push_back(db::expr::equal(bound.outer_keys[i], _columns.ref(bound.inner_keys[i])));
         } catch (const db::TypeError &error) {
             fail(error.what(), location);
         }
     }
+    if (count_alone) {
+        for (ColumnId id : bound.plan->output) {
+            _columns[id].nullable = true; // NULL where the left join finds no group
+        }
+        block.outer_leaves.push_back(
+            SemiJoin{db::JoinKind::left_outer, std::move(bound.plan), std::move(condition)});
+        result.expr = db::expr::coalesce({result.expr, db::expr::constant(db::Value::bigint(0))});
+        return result;
+    }
+    block.leaves.push_back(std::move(bound.plan));
+    block.where_conjuncts.insert(block.where_conjuncts.end(), condition.begin(), condition.end());
     return result;
 }
 

@@ -23,24 +23,34 @@ using detail::lower;
 struct Compiled {
     detail::PhysicalPlan physical;
     std::vector<std::string> names;
+    /// The optimizer's notes (passes switched off, what the optional ones did).
+    std::vector<std::string> notes;
 };
 
 Compiled compile_select(const detail::Source &source, db::Catalog &catalog, const Json &select,
-                        std::int64_t location) {
+                        std::int64_t location, const OptimizerOptions &options) {
     detail::ColumnRegistry columns;
     detail::Binder binder(source, catalog, columns, location);
     detail::BoundQuery bound = binder.bind_select(select, nullptr);
-    detail::Optimizer optimizer(columns);
+    detail::Optimizer optimizer(columns, options);
     detail::LogicalPtr plan = optimizer.optimize(std::move(bound.plan));
     Compiled compiled;
     compiled.names = bound.names;
+    compiled.notes = optimizer.notes();
     compiled.physical = detail::plan_physical(*plan, bound.names, columns);
     return compiled;
 }
 
 std::string explain_text(const Compiled &compiled, const db::ExecutionOptions &options) {
     // The scans' prefetch strategies are PlanNode fields: db::explain shows them.
-    return db::explain(*compiled.physical.root, options);
+    std::string text = db::explain(*compiled.physical.root, options);
+    if (!compiled.notes.empty()) {
+        text.append("Optimizer:\n");
+        for (const auto &note : compiled.notes) {
+            text.append("  ").append(note).append("\n");
+        }
+    }
+    return text;
 }
 
 /// Runs one statement; `source` is the whole text (positions are relative to it).
@@ -103,7 +113,8 @@ private:
     }
 
     StatementResult select(const Json &body) {
-        Compiled compiled = compile_select(_source, _database.catalog(), body, _statement.location);
+        Compiled compiled = compile_select(_source, _database.catalog(), body, _statement.location,
+                                           _database.options().optimizer);
         StatementResult result;
         result.kind = StatementKind::query;
         result.rows = run_plan(*compiled.physical.root);
@@ -122,8 +133,8 @@ private:
         if (detail::node_name(query) != "SelectStmt") {
             fail("EXPLAIN supports SELECT statements only", detail::location_of(query));
         }
-        Compiled compiled =
-            compile_select(_source, _database.catalog(), detail::node_body(query), _statement.location);
+        Compiled compiled = compile_select(_source, _database.catalog(), detail::node_body(query),
+                                           _statement.location, _database.options().optimizer);
         StatementResult result;
         result.kind = StatementKind::explain;
         result.tag = "EXPLAIN";
@@ -451,7 +462,8 @@ private:
             }
         } else {
             // INSERT INTO t SELECT ...: run the query, append its rows.
-            Compiled compiled = compile_select(_source, _database.catalog(), select, _statement.location);
+            Compiled compiled = compile_select(_source, _database.catalog(), select, _statement.location,
+                                               _database.options().optimizer);
             if (compiled.physical.root->output.size() != targets.size()) {
                 fail("INSERT has " + std::to_string(targets.size()) +
                          " target columns but the query returns " +
@@ -551,8 +563,9 @@ std::string Database::explain(std::string_view sql) {
     const auto statements = guarded(source, -1, [&] { return detail::parse(source); });
     const Json &select = single_select(source, statements);
     return guarded(source, statements.front().location, [&] {
-        return explain_text(compile_select(source, _catalog, select, statements.front().location),
-                            _options.execution);
+        return explain_text(
+            compile_select(source, _catalog, select, statements.front().location, _options.optimizer),
+            _options.execution);
     });
 }
 
@@ -561,7 +574,9 @@ db::PlanPtr Database::plan(std::string_view sql) {
     const auto statements = guarded(source, -1, [&] { return detail::parse(source); });
     const Json &select = single_select(source, statements);
     return guarded(source, statements.front().location, [&] {
-        return std::move(compile_select(source, _catalog, select, statements.front().location).physical.root);
+        return std::move(
+            compile_select(source, _catalog, select, statements.front().location, _options.optimizer)
+                .physical.root);
     });
 }
 

@@ -5,6 +5,8 @@
 #include <optional>
 #include <set>
 
+#include <mx/util/assert.h>
+
 namespace mx::sql::detail {
 
 namespace {
@@ -129,6 +131,62 @@ db::ExprPtr implied_by_or(const db::Expr &expression, const std::set<ColumnId> &
     return db::expr::logical_or(std::move(branches));
 }
 
+/// A deep copy of a plan (expressions are immutable and shared). The copy keeps the column ids:
+/// it is used only as the build side of a semi join, whose output is the probe side's.
+LogicalPtr clone(const LogicalNode &node) {
+    auto copy = std::make_unique<LogicalNode>();
+    copy->kind = node.kind;
+    for (const auto &child : node.children) {
+        copy->children.push_back(clone(*child));
+    }
+    copy->output = node.output;
+    copy->table = node.table;
+    copy->table_columns = node.table_columns;
+    copy->alias = node.alias;
+    copy->conjuncts = node.conjuncts;
+    copy->expressions = node.expressions;
+    copy->join_kind = node.join_kind;
+    copy->left_keys = node.left_keys;
+    copy->right_keys = node.right_keys;
+    copy->strategy = node.strategy;
+    copy->bloom_filter = node.bloom_filter;
+    copy->optimized = node.optimized;
+    copy->groups = node.groups;
+    copy->aggregates = node.aggregates;
+    copy->sort_keys = node.sort_keys;
+    copy->limit = node.limit;
+    copy->offset = node.offset;
+    copy->rows = node.rows;
+    copy->prefetch_whole = node.prefetch_whole;
+    return copy;
+}
+
+void reset_estimates(LogicalNode &node) {
+    node.rows = -1.0;
+    for (auto &child : node.children) {
+        reset_estimates(*child);
+    }
+}
+
+/// The rows of all tables a plan scans (each scan counted).
+double scanned_rows(const LogicalNode &node) {
+    double rows = node.kind == LogicalKind::get ? static_cast<double>(node.table->row_count()) : 0.0;
+    for (const auto &child : node.children) {
+        rows += scanned_rows(*child);
+    }
+    return rows;
+}
+
+/// The tables a plan reads, for EXPLAIN's notes.
+void table_names(const LogicalNode &node, std::string &out) {
+    if (node.kind == LogicalKind::get) {
+        out.append(out.empty() ? "" : ", ").append(node.alias.empty() ? node.table->name() : node.alias);
+    }
+    for (const auto &child : node.children) {
+        table_names(*child, out);
+    }
+}
+
 } // namespace
 
 void Optimizer::register_base(const LogicalNode &node) {
@@ -178,6 +236,9 @@ double Optimizer::distinct(ColumnId id, double rows) const {
 }
 
 LogicalPtr Optimizer::optimize(LogicalPtr root) {
+    if (!_options.magic_sets) {
+        _notes.emplace_back("magic sets: off");
+    }
     register_base(*root);
     root = rewrite(std::move(root));
     estimate(*root);
@@ -662,6 +723,17 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
                 break;
             }
         }
+        // A build side at least as large as the leaf filters it at a high price: with magic sets
+        // the semi join waits for the joins, which usually shrink its probe side, and its build
+        // side is then restricted to their keys (Q21's EXISTS over all of lineitem).
+        if (target.has_value() && _options.magic_sets && leaves.size() > 1) {
+            if (semi->children[1]->rows < 0) {
+                estimate(*semi->children[1]);
+            }
+            if (semi->children[1]->rows >= leaves[*target]->rows) {
+                target.reset();
+            }
+        }
         if (target.has_value()) {
             semi->children[0] = std::move(leaves[*target]);
             semi->output = semi->children[0]->output;
@@ -671,6 +743,15 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         } else {
             top_semis.push_back(std::move(semi));
         }
+    }
+
+    if (_options.magic_sets && leaves.size() > 1) {
+        std::vector<db::ExprPtr> joining;
+        joining.reserve(predicates.size());
+        for (const auto &predicate : predicates) {
+            joining.push_back(predicate.expression);
+        }
+        apply_magic_sets(leaves, joining);
     }
 
     // Greedy join ordering over the leaves.
@@ -774,7 +855,12 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         components.erase(components.begin() + static_cast<std::ptrdiff_t>(j));
     }
     LogicalPtr tree = std::move(components.front().tree);
+    const LogicalNode *joined =
+        tree.get(); // the joins alone: every semi join's probe keys are among its keys
     for (auto &semi : top_semis) {
+        if (_options.magic_sets) {
+            restrict_semi_build(*semi, *joined);
+        }
         semi->children[0] = std::move(tree);
         semi->output = semi->children[0]->output;
         choose_keys(*semi);
@@ -792,6 +878,234 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         estimate(*tree);
     }
     return tree;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Magic sets
+//
+// Neumann and Kemper's unnesting ("Unnesting Arbitrary Queries", BTW 2015) evaluates a
+// correlated subquery once per distinct value of the outer side's correlation columns (the magic
+// set) instead of once per group of its whole input. The binder has already turned such a
+// subquery into an aggregation grouped by the correlation columns, inner-joined on them; here
+// the aggregation's input is restricted to the keys the join can use. Any leaf L of the same
+// join region connected to the aggregation's group keys by equalities supplies a superset of
+// those keys (every result row combines one row of each leaf), so a semi join of the input with
+// a copy of L keeps every group that can find a partner, each with all of its rows (the
+// restriction is on the group keys), and drops the rest before they are aggregated. L is scanned
+// twice instead of the outer side being materialized once; that pays when L is much smaller
+// than the number of groups.
+
+void Optimizer::apply_magic_sets(std::vector<LogicalPtr> &leaves,
+                                 const std::vector<db::ExprPtr> &predicates) {
+    for (std::size_t a = 0; a < leaves.size(); ++a) {
+        // The aggregation under projections and filters (a HAVING filter, the subquery's select
+        // list); `through` follows each leaf output down to the node at hand.
+        LogicalNode *node = leaves[a].get();
+        std::map<ColumnId, ColumnId> through;
+        for (ColumnId id : node->output) {
+            through[id] = id;
+        }
+        while (node->kind == LogicalKind::project || node->kind == LogicalKind::filter) {
+            if (node->kind == LogicalKind::project) {
+                std::map<ColumnId, ColumnId> next;
+                for (const auto &[leaf_id, current] : through) {
+                    for (std::size_t i = 0; i < node->output.size(); ++i) {
+                        if (node->output[i] == current &&
+                            node->expressions[i]->kind() == db::ExprKind::column) {
+                            next[leaf_id] = node->expressions[i]->column_index();
+                        }
+                    }
+                }
+                through = std::move(next);
+            }
+            node = node->children[0].get();
+        }
+        if (node->kind != LogicalKind::aggregate || node->groups.empty()) {
+            continue;
+        }
+        LogicalNode &aggregate = *node;
+        // Leaf outputs that are group keys, mapped to the input column they group by.
+        std::map<ColumnId, ColumnId> to_input;
+        for (const auto &[leaf_id, current] : through) {
+            for (std::size_t i = 0; i < aggregate.groups.size(); ++i) {
+                if (aggregate.output[i] == current && aggregate.groups[i]->kind() == db::ExprKind::column) {
+                    to_input[leaf_id] = aggregate.groups[i]->column_index();
+                }
+            }
+        }
+        if (to_input.empty()) {
+            continue;
+        }
+        // Equalities between group keys and the columns of one other leaf, rewritten onto the
+        // aggregation's input: the semi join's conditions, per other leaf.
+        std::vector<std::vector<db::ExprPtr>> conditions(leaves.size());
+        std::vector<std::set<ColumnId>> needed(leaves.size());
+        for (const auto &predicate : predicates) {
+            if (predicate->kind() != db::ExprKind::compare ||
+                predicate->compare_op() != db::CompareOp::equal) {
+                continue;
+            }
+            for (std::size_t side = 0; side < 2; ++side) {
+                const auto mine = columns_of(predicate->child(side));
+                const auto other = columns_of(predicate->child(1 - side));
+                const bool keys = !mine.empty() && std::all_of(mine.begin(), mine.end(), [&](ColumnId id) {
+                    return to_input.count(id) > 0;
+                });
+                if (!keys || other.empty()) {
+                    continue;
+                }
+                for (std::size_t b = 0; b < leaves.size(); ++b) {
+                    if (b != a && subset(other, id_set(leaves[b]->output))) {
+                        conditions[b].push_back(db::expr::remap_columns(predicate, [&](std::uint32_t id) {
+                            const auto it = to_input.find(id);
+                            return it != to_input.end() ? it->second : id;
+                        }));
+                        for (ColumnId id : mine) {
+                            needed[b].insert(to_input.at(id));
+                        }
+                        break;
+                    }
+                }
+                break;
+            }
+        }
+        // The leaf with the most key equalities, if it is small enough to pay for its copy.
+        std::optional<std::size_t> best;
+        for (std::size_t b = 0; b < leaves.size(); ++b) {
+            if (!conditions[b].empty() &&
+                (!best.has_value() || conditions[b].size() > conditions[*best].size())) {
+                best = b;
+            }
+        }
+        if (!best.has_value()) {
+            continue;
+        }
+        // The copy of L must yield far fewer keys than there are groups, and scanning it again
+        // must cost less than scanning the aggregation's input (L may itself be an expensive
+        // derived table).
+        const double groups = aggregate.rows >= 0 ? aggregate.rows : aggregate.children[0]->rows;
+        const double magic_rows = leaves[*best]->rows;
+        if (!(magic_rows >= 0 && magic_rows * magic_set_min_ratio < groups) ||
+            scanned_rows(*leaves[*best]) >= magic_set_max_rescan * scanned_rows(*aggregate.children[0])) {
+            continue;
+        }
+        std::string groups_text;
+        for (const auto &group : aggregate.groups) {
+            groups_text.append(groups_text.empty() ? "" : ", ").append(db::to_string(*group));
+        }
+        std::string source;
+        table_names(*leaves[*best], source);
+        LogicalPtr magic = clone(*leaves[*best]);
+        aggregate.children[0] =
+            push_magic_set(std::move(aggregate.children[0]), needed[*best], magic, conditions[*best]);
+        MX_ASSERT(magic == nullptr, "push_magic_set places the semi join");
+        reset_estimates(*leaves[a]);
+        estimate(*leaves[a]);
+        _notes.push_back("magic set: the aggregation grouped by [" + groups_text +
+                         "] reads only the keys of [" + source + "]");
+    }
+}
+
+void Optimizer::restrict_semi_build(LogicalNode &semi, const LogicalNode &probe) {
+    // The equalities between build-side and probe-side columns: a build row whose keys no probe
+    // row has can match nothing, whether the join is a semi or an anti join, with or without a
+    // residual (it applies only to rows with equal keys).
+    const std::set<ColumnId> build = id_set(semi.children[1]->output);
+    const std::set<ColumnId> probe_ids = id_set(probe.output);
+    std::vector<db::ExprPtr> conditions;
+    std::set<ColumnId> needed_build;
+    std::set<ColumnId> needed_probe;
+    for (const auto &conjunct : semi.conjuncts) {
+        if (conjunct->kind() != db::ExprKind::compare || conjunct->compare_op() != db::CompareOp::equal) {
+            continue;
+        }
+        const auto a = columns_of(conjunct->child(0));
+        const auto b = columns_of(conjunct->child(1));
+        if (a.empty() || b.empty()) {
+            continue;
+        }
+        if (subset(a, build) && subset(b, probe_ids)) {
+            needed_build.insert(a.begin(), a.end());
+            needed_probe.insert(b.begin(), b.end());
+        } else if (subset(b, build) && subset(a, probe_ids)) {
+            needed_build.insert(b.begin(), b.end());
+            needed_probe.insert(a.begin(), a.end());
+        } else {
+            continue;
+        }
+        conditions.push_back(conjunct);
+    }
+    if (conditions.empty()) {
+        return;
+    }
+    // The keys come from the smallest subtree of the probe side that has the key columns (the
+    // deeper one on a tie: fewer tables to scan again).
+    const std::vector<ColumnId> keys(needed_probe.begin(), needed_probe.end());
+    const LogicalNode *source = &probe;
+    for (const LogicalNode *node = &probe;;) {
+        const LogicalNode *next = nullptr;
+        if (node->kind == LogicalKind::filter ||
+            (node->kind == LogicalKind::join && node->join_kind != db::JoinKind::left_outer)) {
+            const std::size_t sides =
+                node->kind == LogicalKind::join && node->join_kind == db::JoinKind::inner ? 2 : 1;
+            for (std::size_t side = 0; side < sides && next == nullptr; ++side) {
+                if (subset(keys, id_set(node->children[side]->output))) {
+                    next = node->children[side].get();
+                }
+            }
+        }
+        if (next == nullptr) {
+            break;
+        }
+        if (next->rows >= 0 && next->rows <= source->rows) {
+            source = next;
+        }
+        node = next;
+    }
+    const double build_rows = semi.children[1]->rows;
+    if (!(source->rows >= 0 && source->rows * magic_set_min_ratio < build_rows) ||
+        scanned_rows(*source) >= magic_set_max_rescan * scanned_rows(*semi.children[1])) {
+        return;
+    }
+    std::string build_text;
+    table_names(*semi.children[1], build_text);
+    std::string source_text;
+    table_names(*source, source_text);
+    LogicalPtr magic = clone(*source);
+    semi.children[1] = push_magic_set(std::move(semi.children[1]), needed_build, magic, conditions);
+    MX_ASSERT(magic == nullptr, "push_magic_set places the semi join");
+    reset_estimates(*semi.children[1]);
+    estimate(*semi.children[1]);
+    _notes.push_back("magic set: the build side of the " + std::string(db::join_kind_name(semi.join_kind)) +
+                     " join [" + build_text + "] reads only the keys of [" + source_text + "]");
+}
+
+LogicalPtr Optimizer::push_magic_set(LogicalPtr node, const std::set<ColumnId> &needed, LogicalPtr &magic,
+                                     std::vector<db::ExprPtr> &conjuncts) {
+    const std::vector<ColumnId> ids(needed.begin(), needed.end());
+    switch (node->kind) {
+    case LogicalKind::filter:
+        node->children[0] = push_magic_set(std::move(node->children[0]), needed, magic, conjuncts);
+        return node;
+    case LogicalKind::join: {
+        // Into the side that has the keys: the build side of an inner join, the probe side of
+        // any join (a left join's preserved side: rows with other keys are dropped above).
+        const std::size_t sides = node->join_kind == db::JoinKind::inner ? 2 : 1;
+        for (std::size_t side = 0; side < sides; ++side) {
+            if (subset(ids, id_set(node->children[side]->output))) {
+                node->children[side] =
+                    push_magic_set(std::move(node->children[side]), needed, magic, conjuncts);
+                return node;
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    LogicalPtr semi = make_join(db::JoinKind::semi, std::move(node), std::move(magic), std::move(conjuncts));
+    choose_keys(*semi);
+    return semi;
 }
 
 // ---------------------------------------------------------------------------------------------

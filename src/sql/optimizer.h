@@ -5,6 +5,11 @@
 //     TRUE conjuncts disappear and predicates are split into conjuncts),
 //   - predicate pushdown into scans, through projections, below aggregations (on group keys),
 //     into the preserved side of outer joins and below semi/anti joins,
+//   - magic sets: an aggregation that is joined on its group keys (a decorrelated correlated
+//     subquery, a grouped derived table) reads only the rows whose keys the other side of that
+//     join can supply: a semi join with a copy of that side restricts its input; likewise a
+//     semi/anti join with a large build side waits for the region's joins and its build side
+//     reads only the keys of the joined probe side,
 //   - join ordering: inner joins and cross products of a query block form one region whose
 //     relations are joined greedily, always the connected pair with the smallest estimated
 //     result; the smaller input becomes the build side,
@@ -14,9 +19,12 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <mx/sql/database.h>
 
 #include "logical.h"
 
@@ -28,12 +36,24 @@ inline constexpr double radix_join_min_build_rows = 1U << 20U;
 /// A scan predicate keeping at most this fraction of rows is "highly selective": its columns
 /// are prefetched entirely, the other columns are touched for few rows only.
 inline constexpr double selective_scan_fraction = 0.05;
+/// Magic sets: the other join side is copied into a semi join below an aggregation (or below a
+/// semi join's build side) only when the aggregation is estimated to have more than this many
+/// times as many groups (the build side as many rows) as that side has rows,
+inline constexpr double magic_set_min_ratio = 2.0;
+/// and only when that copy scans fewer than this many times the table rows the restricted
+/// input scans: hashing a row (an aggregation, a join build) costs several times scanning it,
+/// but the other side may be an expensive derived table.
+inline constexpr double magic_set_max_rescan = 2.0;
 
 class Optimizer {
 public:
-    explicit Optimizer(ColumnRegistry &columns) : _columns(columns) {}
+    explicit Optimizer(ColumnRegistry &columns, OptimizerOptions options = {})
+        : _columns(columns), _options(options) {}
 
     LogicalPtr optimize(LogicalPtr root);
+
+    /// What the optional passes did and which passes were off, one line each (for EXPLAIN).
+    [[nodiscard]] const std::vector<std::string> &notes() const noexcept { return _notes; }
 
     /// Estimated fraction of rows for which all `conjuncts` hold (exposed for tests).
     double selectivity(const std::vector<db::ExprPtr> &conjuncts);
@@ -55,6 +75,16 @@ private:
                        std::vector<db::ExprPtr> conjuncts, std::vector<db::ExprPtr> &above,
                        bool keep_constants);
     void choose_keys(LogicalNode &join);
+    /// Magic sets over the leaves of one region (before join ordering): `predicates` are the
+    /// region's conjuncts over several leaves.
+    void apply_magic_sets(std::vector<LogicalPtr> &leaves, const std::vector<db::ExprPtr> &predicates);
+    /// Magic set for a semi/anti join placed above the region's joins (`probe`): its build side
+    /// reads only the keys of the smallest subtree of `probe` that has its probe keys.
+    void restrict_semi_build(LogicalNode &semi, const LogicalNode &probe);
+    /// Puts a semi join with `magic` on `conjuncts` as deep into `node` as the columns `needed`
+    /// (which the conjuncts read on this side) allow.
+    LogicalPtr push_magic_set(LogicalPtr node, const std::set<ColumnId> &needed, LogicalPtr &magic,
+                              std::vector<db::ExprPtr> &conjuncts);
     void estimate(LogicalNode &node);
     void decide(LogicalNode &node);
 
@@ -65,6 +95,8 @@ private:
     void register_base(const LogicalNode &node);
 
     ColumnRegistry &_columns;
+    OptimizerOptions _options;
+    std::vector<std::string> _notes;
     std::map<ColumnId, BaseColumn> _base;
 };
 

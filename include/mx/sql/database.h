@@ -88,6 +88,14 @@ struct Result {
     [[nodiscard]] const StatementResult &last() const { return statements.back(); }
 };
 
+/// Optimizer passes that can be switched off (for tests and comparisons: every pass keeps the
+/// answers). EXPLAIN names the passes that are off and what the optional ones did.
+struct OptimizerOptions {
+    /// Magic sets: an aggregation joined on its group keys (a decorrelated scalar subquery, a
+    /// grouped derived table) reads only the rows whose keys the other join side supplies.
+    bool magic_sets{true};
+};
+
 struct DatabaseOptions {
     /// Passed to every query's execution (a fresh cancel token is used per query).
     db::ExecutionOptions execution{};
@@ -95,6 +103,8 @@ struct DatabaseOptions {
     db::TableOptions tables{};
     /// COPY shows no progress bar unless this is set (and stderr is a terminal).
     bool copy_progress{false};
+    /// Passes of every SELECT's optimization.
+    OptimizerOptions optimizer{};
 };
 
 class Database {

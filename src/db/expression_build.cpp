@@ -303,6 +303,26 @@ Type common_type(const Type &a, const Type &b, const char *what) {
 
 namespace {
 ExprPtr typed_arithmetic(ArithmeticOp op, const ExprPtr &left, const ExprPtr &right);
+
+/// The type CASE, COALESCE and % combine their operands into (DuckDB's rule): common_type, except
+/// that DECIMALs whose integer digits plus largest scale exceed 38 digits give up scale digits,
+/// since a value must not lose integer digits: COALESCE(DECIMAL(18,4), DECIMAL(38,0)) is
+/// DECIMAL(38,0). Comparisons keep common_type, which compares such decimals exactly.
+Type combined_type(const Type &a, const Type &b) {
+    if (a.id == TypeId::decimal || b.id == TypeId::decimal) {
+        if (is_exact(a) && is_exact(b)) {
+            const Type da = as_decimal(a);
+            const Type db = as_decimal(b);
+            const int digits = std::max(da.precision - da.scale, db.precision - db.scale);
+            int scale = std::max(da.scale, db.scale);
+            if (digits + scale > decimal::max_precision) {
+                scale = decimal::max_precision - digits;
+            }
+            return Type::decimal(static_cast<std::uint8_t>(digits + scale), static_cast<std::uint8_t>(scale));
+        }
+    }
+    return common_type(a, b, "combine");
+}
 } // namespace
 
 ExprPtr arithmetic(ArithmeticOp op, ExprPtr left, ExprPtr right) {
@@ -409,7 +429,7 @@ ExprPtr typed_arithmetic(ArithmeticOp op, const ExprPtr &left, const ExprPtr &ri
             right, check);
     }
     case ArithmeticOp::modulo: {
-        const Type type = common_type(dl, dr, "combine");
+        const Type type = combined_type(dl, dr);
         return make_arithmetic(op, type, coerce(left, type), coerce(right, type), false);
     }
     case ArithmeticOp::divide:
@@ -633,7 +653,7 @@ ExprPtr case_when(std::vector<std::pair<ExprPtr, ExprPtr>> branches, ExprPtr oth
     auto widen = [&](const ExprPtr &result) {
         require(result);
         if (!is_null_constant(result)) {
-            type = type.has_value() ? common_type(*type, result->type(), "combine") : result->type();
+            type = type.has_value() ? combined_type(*type, result->type()) : result->type();
         }
     };
     for (auto &[condition, result] : branches) {
@@ -691,7 +711,7 @@ ExprPtr coalesce(std::vector<ExprPtr> operands) {
     for (const ExprPtr &operand : operands) {
         require(operand);
         if (!is_null_constant(operand)) {
-            type = type.has_value() ? common_type(*type, operand->type(), "combine") : operand->type();
+            type = type.has_value() ? combined_type(*type, operand->type()) : operand->type();
         }
     }
     if (!type.has_value()) {

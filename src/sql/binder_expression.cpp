@@ -1119,7 +1119,7 @@ Bound Binder::bind(const Json &node, Context &context) {
             if (operand.string_literal) {
                 operand.expr = cast_literal(operand, db::Type::boolean());
             }
-            operands.push_back(operand.expr);
+            operands.push_back(null_as_boolean(operand.expr));
         }
         Bound result;
         result.location = int_field(body, "location", -1);

@@ -42,11 +42,13 @@ using dataflow::FlowContext;
 
 /// One aggregate's state inside a group row. `wide` holds the exact sum (Int128), the double sum
 /// (its first 8 bytes) or the MIN/MAX cell (its first physical-width bytes); `count` counts the
-/// values seen (0 = NULL result), or the distinct values once they are counted.
+/// values seen (0 = NULL result), or the distinct values once they are counted. An exact sum of
+/// 128-bit values is carry * 2^128 + wide: the carry keeps the sum exact when a partial sum leaves
+/// 128 bits (M + M - M - M), so the result does not depend on the order of the rows.
 struct alignas(16) AggState {
     Int128 wide;
     std::int64_t count;
-    std::int64_t unused;
+    std::int64_t carry;
 };
 static_assert(sizeof(AggState) == 32);
 
@@ -63,6 +65,16 @@ inline double get_double(const AggState &state) noexcept {
     return value;
 }
 inline void set_double(AggState &state, double value) noexcept { std::memcpy(&state.wide, &value, 8); }
+
+/// Adds carry * 2^128 + value to the exact sum. A 128-bit add that wraps is off by exactly 2^128
+/// in the direction of the addend's sign; the carry (64 bits, at most one step per value) records
+/// it, so the sum stays exact for any 2^63 values.
+inline void add_wide(AggState &state, Int128 value, std::int64_t carry) noexcept {
+    state.carry += carry;
+    if (__builtin_add_overflow(state.wide, value, &state.wide)) {
+        state.carry += value < 0 ? -1 : 1;
+    }
+}
 
 struct AggregateInfo {
     AggregateFunction function{AggregateFunction::count_star};
@@ -91,9 +103,8 @@ inline void for_each_value(const Batch &batch, std::uint32_t count, const Column
     }
 }
 
-/// Folds the argument values of a batch into the states `rows[i]` (one per live row). Returns
-/// false on an overflow of the exact sum.
-bool update(const AggregateInfo &aggregate, std::byte *const *rows, const ColumnData *argument,
+/// Folds the argument values of a batch into the states `rows[i]` (one per live row).
+void update(const AggregateInfo &aggregate, std::byte *const *rows, const ColumnData *argument,
             const Batch &batch, std::uint32_t count, StringHeap &arena) noexcept {
     const std::uint32_t offset = aggregate.offset;
     switch (aggregate.function) {
@@ -101,11 +112,11 @@ bool update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
         for (std::uint32_t i = 0; i < count; ++i) {
             ++state_at(rows[i], offset).count;
         }
-        return true;
+        return;
     case AggregateFunction::count:
         for_each_value(batch, count, *argument,
                        [&](std::uint32_t i, std::uint32_t) { ++state_at(rows[i], offset).count; });
-        return true;
+        return;
     case AggregateFunction::sum:
     case AggregateFunction::avg:
         switch (argument->physical) {
@@ -115,7 +126,7 @@ bool update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
                 state.wide += argument->get<std::uint8_t>(row);
                 ++state.count;
             });
-            return true;
+            return;
         case PhysicalType::i64:
             // |value| < 2^63, so 2^64 additions cannot overflow the 128-bit sum.
             for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
@@ -123,28 +134,25 @@ bool update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
                 state.wide += argument->get<std::int64_t>(row);
                 ++state.count;
             });
-            return true;
-        case PhysicalType::i128: {
-            bool overflow = false;
+            return;
+        case PhysicalType::i128:
             for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
                 AggState &state = state_at(rows[i], offset);
-                overflow =
-                    __builtin_add_overflow(state.wide, argument->get<Int128>(row), &state.wide) || overflow;
+                add_wide(state, argument->get<Int128>(row), 0);
                 ++state.count;
             });
-            return !overflow;
-        }
+            return;
         case PhysicalType::f64:
             for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
                 AggState &state = state_at(rows[i], offset);
                 set_double(state, get_double(state) + argument->get<double>(row));
                 ++state.count;
             });
-            return true;
+            return;
         case PhysicalType::string:
-            return true; // rejected by the plan builder
+            return; // rejected by the plan builder
         }
-        return true;
+        return;
     case AggregateFunction::min:
     case AggregateFunction::max: {
         const bool is_min = aggregate.function == AggregateFunction::min;
@@ -170,50 +178,51 @@ bool update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
             }
             state.count = 1;
         });
-        return true;
+        return;
     }
     case AggregateFunction::count_distinct:
-        return true; // counted from the distinct sets in finalize
+        return; // counted from the distinct sets in finalize
     }
-    return true;
+    return;
 }
 
-/// Folds the state of `from` into `into` (same aggregate). Returns false on sum overflow.
-bool merge_state(const AggregateInfo &aggregate, AggState &into, const AggState &from) noexcept {
+/// Folds the state of `from` into `into` (same aggregate).
+void merge_state(const AggregateInfo &aggregate, AggState &into, const AggState &from) noexcept {
     switch (aggregate.function) {
     case AggregateFunction::count_star:
     case AggregateFunction::count:
         into.count += from.count;
-        return true;
+        return;
     case AggregateFunction::sum:
     case AggregateFunction::avg:
         into.count += from.count;
         if (aggregate.input.physical() == PhysicalType::f64) {
             set_double(into, get_double(into) + get_double(from));
-            return true;
+            return;
         }
-        return !__builtin_add_overflow(into.wide, from.wide, &into.wide);
+        add_wide(into, from.wide, from.carry);
+        return;
     case AggregateFunction::min:
     case AggregateFunction::max: {
         if (from.count == 0) {
-            return true;
+            return;
         }
         if (into.count != 0) {
             const int order =
                 compare_cells(aggregate.input.physical(), reinterpret_cast<const std::byte *>(&from.wide),
                               reinterpret_cast<const std::byte *>(&into.wide));
             if (aggregate.function == AggregateFunction::min ? order >= 0 : order <= 0) {
-                return true;
+                return;
             }
         }
         into.wide = from.wide; // strings stay in the arena of the worker that copied them
         into.count = 1;
-        return true;
+        return;
     }
     case AggregateFunction::count_distinct:
-        return true;
+        return;
     }
-    return true;
+    return;
 }
 
 /// Writes the final value of an aggregate into row `out_row` of `out`. Returns false when an
@@ -235,7 +244,7 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
             out.mutable_data<double>()[out_row] = get_double(state);
             return true;
         }
-        if (!decimal::fits(state.wide, decimal::max_precision)) {
+        if (state.carry != 0 || !decimal::fits(state.wide, decimal::max_precision)) {
             return false;
         }
         std::memcpy(out.mutable_data<Int128>() + out_row, &state.wide, sizeof(Int128));
@@ -378,15 +387,12 @@ public:
         } else {
             std::fill(state.rows.begin(), state.rows.end(), state.scalar.get());
         }
-        bool ok = true;
         for (std::size_t a = 0; a < _aggregates.size(); ++a) {
             const AggregateInfo &aggregate = _aggregates[a];
             if (aggregate.distinct >= 0) {
                 insert_distinct(state, a, *batch, count);
             } else {
-                ok = update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count,
-                            state.arena) &&
-                     ok;
+                update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count, state.arena);
             }
         }
         // The evaluated vectors may view the batch, which dies now.
@@ -395,9 +401,6 @@ public:
         }
         for (Vector &vector : state.arguments) {
             vector = Vector{};
-        }
-        if (!ok) {
-            context.fail("Overflow in SUM: the exact sum exceeds 128 bits");
         }
     }
 
@@ -412,7 +415,6 @@ public:
         // Merging big partitions takes long: a cancelled run skips the rest (its state is only
         // freed afterwards, never read).
         CancelPoll poll(context);
-        bool ok = true;
         if (!grouped()) {
             for (std::size_t d = 0; d < _distinct_keys.size(); ++d) {
                 RowTable &set = merge_distinct(d, part, poll);
@@ -434,9 +436,8 @@ public:
                     [&](std::byte *fresh) { std::memcpy(fresh + 8, row + 8, _row_width - 8); });
                 if (!inserted) {
                     for (const AggregateInfo &aggregate : _aggregates) {
-                        ok = merge_state(aggregate, state_at(into, aggregate.offset),
-                                         state_at(row, aggregate.offset)) &&
-                             ok;
+                        merge_state(aggregate, state_at(into, aggregate.offset),
+                                    state_at(row, aggregate.offset));
                     }
                 }
             });
@@ -460,10 +461,6 @@ public:
         if (poll.stopped()) {
             return;
         }
-        if (!ok) {
-            context.fail("Overflow in SUM: the exact sum exceeds 128 bits");
-            return;
-        }
         emit_groups(context, target, poll);
     }
 
@@ -472,12 +469,10 @@ public:
             return; // the parts emitted the groups
         }
         std::byte *into = _workers[0].scalar.get();
-        bool ok = true;
         for (std::uint16_t w = 1; w < _worker_count; ++w) {
             for (const AggregateInfo &aggregate : _aggregates) {
-                ok = merge_state(aggregate, state_at(into, aggregate.offset),
-                                 state_at(_workers[w].scalar.get(), aggregate.offset)) &&
-                     ok;
+                merge_state(aggregate, state_at(into, aggregate.offset),
+                            state_at(_workers[w].scalar.get(), aggregate.offset));
             }
         }
         for (const AggregateInfo &aggregate : _aggregates) {
@@ -490,10 +485,6 @@ public:
                 }
                 state_at(into, aggregate.offset).count = distinct;
             }
-        }
-        if (!ok) {
-            context.fail("Overflow in SUM: the exact sum exceeds 128 bits");
-            return;
         }
         auto batch = make_output(1);
         if (!write_row(into, *batch, 0)) {

@@ -571,13 +571,17 @@ bool ExprEvaluator::eval_cast(const Expr &e, Context &ctx, Rows rows, Vector &ou
 bool ExprEvaluator::eval_extract(const Expr &e, Context &ctx, Rows rows, Vector &out) {
     return with_input(e, ctx, rows, out, [&](Operand &o) {
         set_nulls(out, rows, o.nulls, nullptr);
-        std::int64_t *result = out.mutable_data<std::int64_t>();
         const DatePart part = e.date_part();
+        if (e.type().id == TypeId::float64) {
+            double *result = out.mutable_data<double>();
+            return convert_dates(ctx, rows, o, [&](std::uint32_t i, std::int64_t days) {
+                result[i] = extract_fractional(part, days);
+                return true;
+            });
+        }
+        std::int64_t *result = out.mutable_data<std::int64_t>();
         return convert_dates(ctx, rows, o, [&](std::uint32_t i, std::int64_t days) {
-            const date::Civil civil = date::to_civil(days);
-            result[i] = part == DatePart::year
-                            ? civil.year
-                            : std::int64_t{part == DatePart::month ? civil.month : civil.day};
+            result[i] = extract_part(part, days);
             return true;
         });
     });

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <limits>
 
 #include "binder.h"
@@ -726,16 +727,17 @@ Bound Binder::bind_function(const Json &body, Context &context) {
             fail("EXTRACT needs a field name and a date", location);
         }
         const std::string part = lower(string_field(field(node_body(*arguments[0]), "sval"), "sval"));
-        db::DatePart date_part{};
-        if (part == "year") {
-            date_part = db::DatePart::year;
-        } else if (part == "month") {
-            date_part = db::DatePart::month;
-        } else if (part == "day") {
-            date_part = db::DatePart::day;
-        } else {
-            fail("EXTRACT(" + part + " ...) is not supported (year, month and day are)", location);
+        const auto parsed = db::parse_date_part(part);
+        if (!parsed.has_value() || *parsed == db::DatePart::era) {
+            fail("EXTRACT(" + part +
+                     " ...) is not supported (year, quarter, month, week, day, dow, isodow, doy, isoyear, "
+                     "yearweek, "
+                     "decade, century, millennium, hour, minute, second, millisecond, microsecond, epoch, "
+                     "julian "
+                     "are)",
+                 location);
         }
+        const db::DatePart date_part = *parsed;
         Bound operand = bind(*arguments[1], context);
         if (operand.interval.has_value()) {
             fail("EXTRACT from an interval is not supported", location);
@@ -777,6 +779,79 @@ Bound Binder::bind_function(const Json &body, Context &context) {
         }
         try {
             result.expr = db::expr::coalesce(std::move(operands));
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    static const std::pair<const char *, db::Function> scalar_functions[] = {
+        {"upper", db::Function::upper},
+        {"ucase", db::Function::upper},
+        {"lower", db::Function::lower},
+        {"lcase", db::Function::lower},
+        {"length", db::Function::length},
+        {"len", db::Function::length},
+        {"char_length", db::Function::length},
+        {"character_length", db::Function::length},
+        {"trim", db::Function::trim},
+        {"btrim", db::Function::trim},
+        {"ltrim", db::Function::ltrim},
+        {"rtrim", db::Function::rtrim},
+        {"replace", db::Function::replace},
+        {"concat", db::Function::concat},
+        {"starts_with", db::Function::starts_with},
+        {"regexp_matches", db::Function::regexp_matches},
+        {"abs", db::Function::abs},
+        {"ceil", db::Function::ceil},
+        {"ceiling", db::Function::ceil},
+        {"floor", db::Function::floor},
+        {"round", db::Function::round},
+        {"sqrt", db::Function::sqrt},
+        {"power", db::Function::power},
+        {"pow", db::Function::power},
+        {"ln", db::Function::ln},
+        {"exp", db::Function::exp},
+        {"greatest", db::Function::greatest},
+        {"least", db::Function::least},
+        {"date_trunc", db::Function::date_trunc},
+        {"datetrunc", db::Function::date_trunc},
+        {"strftime", db::Function::strftime},
+    };
+    for (const auto &[function_name_text, function] : scalar_functions) {
+        if (name != function_name_text) {
+            continue;
+        }
+        std::vector<db::ExprPtr> operands;
+        for (std::size_t i = 0; i < arguments.size(); ++i) {
+            Bound bound = bind(*arguments[i], context);
+            if (bound.interval.has_value()) {
+                fail("interval values are supported only in date arithmetic", location_of(*arguments[i]));
+            }
+            // A string literal where a date is expected is a date (date_trunc('month', '1992-02-09')).
+            const bool date_position = (function == db::Function::date_trunc && i == 1) ||
+                                       (function == db::Function::strftime && i == 0);
+            if (bound.string_literal && date_position) {
+                bound.expr = cast_literal(bound, db::Type::date());
+            }
+            operands.push_back(bound.expr);
+        }
+        try {
+            result.expr = db::expr::function(function, std::move(operands));
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    if (name == "nullif") {
+        if (arguments.size() != 2) {
+            fail("nullif() takes 2 arguments", location);
+        }
+        Bound left = bind(*arguments[0], context);
+        Bound right = bind(*arguments[1], context);
+        const db::ExprPtr value = left.expr;
+        db::ExprPtr equal = compare(db::CompareOp::equal, left, right, location);
+        try {
+            result.expr = db::expr::case_when({{equal, db::expr::null(value->type())}}, value);
         } catch (const db::TypeError &error) {
             fail(error.what(), location);
         }
@@ -912,7 +987,8 @@ Bound Binder::bind_a_expr(const Json &body, Context &context) {
         }
         return result;
     }
-    if (kind == "AEXPR_LIKE") {
+    if (kind == "AEXPR_LIKE" || kind == "AEXPR_ILIKE") {
+        const bool insensitive = kind == "AEXPR_ILIKE";
         Bound operand = bind(field(body, "lexpr"), context);
         const Json &pattern_node = field(body, "rexpr");
         std::optional<char> escape;
@@ -946,7 +1022,16 @@ Bound Binder::bind_a_expr(const Json &body, Context &context) {
         Bound result;
         result.location = location;
         try {
-            result.expr = db::expr::like(operand.expr, pattern_value->value().str, op == "!~~", escape);
+            std::string pattern_text = pattern_value->value().str;
+            if (insensitive) {
+                // ILIKE: LIKE over both sides in lower case (DuckDB's lower()).
+                operand.expr = db::expr::function(db::Function::lower, {operand.expr});
+                pattern_text = db::expr::function(db::Function::lower,
+                                                  {db::expr::constant(db::Value::varchar(pattern_text))})
+                                   ->value()
+                                   .str;
+            }
+            result.expr = db::expr::like(operand.expr, pattern_text, op == "!~~" || op == "!~~*", escape);
         } catch (const db::TypeError &error) {
             fail(error.what(), location);
         }
@@ -977,17 +1062,37 @@ Bound Binder::bind_a_expr(const Json &body, Context &context) {
         }
         return result;
     }
-    if (kind == "AEXPR_ILIKE") {
-        fail("ILIKE is not supported", location);
-    }
     if (kind == "AEXPR_SIMILAR") {
         fail("SIMILAR TO is not supported", location);
     }
-    if (kind == "AEXPR_DISTINCT" || kind == "AEXPR_NOT_DISTINCT") {
-        fail("IS [NOT] DISTINCT FROM is not supported", location);
-    }
-    if (kind == "AEXPR_NULLIF") {
-        fail("NULLIF is not supported", location);
+    if (kind == "AEXPR_DISTINCT" || kind == "AEXPR_NOT_DISTINCT" || kind == "AEXPR_NULLIF") {
+        Bound left = bind(field(body, "lexpr"), context);
+        Bound right = bind(field(body, "rexpr"), context);
+        if (left.interval || right.interval) {
+            fail("intervals cannot be compared", location);
+        }
+        Bound result;
+        result.location = location;
+        if (kind == "AEXPR_NULLIF") {
+            // NULLIF(a, b): CASE WHEN a = b THEN NULL ELSE a END.
+            const db::ExprPtr value = left.expr;
+            db::ExprPtr equal = compare(db::CompareOp::equal, left, right, location);
+            try {
+                result.expr = db::expr::case_when({{equal, db::expr::null(value->type())}}, value);
+            } catch (const db::TypeError &error) {
+                fail(error.what(), location);
+            }
+            return result;
+        }
+        coerce_literals(left, right);
+        try {
+            result.expr = db::expr::function(kind == "AEXPR_DISTINCT" ? db::Function::distinct_from
+                                                                      : db::Function::not_distinct_from,
+                                             {left.expr, right.expr});
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
     }
     if (kind == "AEXPR_OP_ANY" || kind == "AEXPR_OP_ALL") {
         fail("ANY/ALL with arrays are not supported", location);
@@ -1047,6 +1152,19 @@ Bound Binder::bind_operator(const std::string &op, const Json &body, Context &co
         if (op == symbol) {
             return arithmetic(arithmetic_op, std::move(left), std::move(right), location);
         }
+    }
+    if (op == "||") {
+        if (left.interval || right.interval) {
+            fail("intervals cannot be concatenated", location);
+        }
+        Bound result;
+        result.location = location;
+        try {
+            result.expr = db::expr::function(db::Function::concat_strict, {left.expr, right.expr});
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
     }
     fail("operator " + op + " is not supported", location);
 }
@@ -1172,6 +1290,22 @@ Bound Binder::bind(const Json &node, Context &context) {
     if (kind == "TypeCast") {
         return bind_type_cast(body, context);
     }
+    if (kind == "MinMaxExpr") { // GREATEST(...) and LEAST(...)
+        std::vector<db::ExprPtr> operands;
+        for (const Json *argument : list_field(body, "args")) {
+            operands.push_back(bind_value(*argument, context));
+        }
+        Bound result;
+        result.location = int_field(body, "location", -1);
+        try {
+            result.expr = db::expr::function(string_field(body, "op") == "IS_GREATEST" ? db::Function::greatest
+                                                                                       : db::Function::least,
+                                             std::move(operands));
+        } catch (const db::TypeError &error) {
+            fail(error.what(), result.location);
+        }
+        return result;
+    }
     if (kind == "FuncCall") {
         return bind_function(body, context);
     }
@@ -1182,7 +1316,20 @@ Bound Binder::bind(const Json &node, Context &context) {
         fail("parameters ($n) are not supported", int_field(body, "location", -1));
     }
     if (kind == "SQLValueFunction") {
-        fail("CURRENT_DATE and similar functions are not supported", int_field(body, "location", -1));
+        if (string_field(body, "op") == "SVFOP_CURRENT_DATE") {
+            // The local date when the statement is bound (DuckDB: the transaction's start).
+            const std::time_t now = std::time(nullptr);
+            std::tm local{};
+            localtime_r(&now, &local);
+            Bound result;
+            result.location = int_field(body, "location", -1);
+            result.expr = db::expr::constant(db::Value::date(
+                db::date::from_civil(local.tm_year + 1900, static_cast<unsigned>(local.tm_mon + 1),
+                                     static_cast<unsigned>(local.tm_mday))));
+            return result;
+        }
+        fail("CURRENT_TIME, CURRENT_TIMESTAMP and similar functions are not supported (CURRENT_DATE is)",
+             int_field(body, "location", -1));
     }
     if (kind == "BooleanTest") {
         fail("IS [NOT] TRUE/FALSE/UNKNOWN is not supported", int_field(body, "location", -1));

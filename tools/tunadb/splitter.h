@@ -1,9 +1,9 @@
 #pragma once
 
 // Splits SQL text into statements at top-level semicolons, skipping semicolons inside string
-// literals, quoted identifiers, dollar quotes and comments, so that each statement can run (and
-// print its result) before the next one is read, and errors can be mapped back to the line and
-// column of the whole script.
+// literals (E'...' escape strings too), quoted identifiers, dollar quotes and comments, so that
+// each statement can run (and print its result) before the next one is read, and errors can be
+// mapped back to the line and column of the whole script.
 
 #include <cstddef>
 #include <cstdint>

@@ -15,7 +15,8 @@ namespace mx::sql::detail {
 namespace {
 
 bool is_aggregate_name(const std::string &name) {
-    return name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max";
+    return name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max" ||
+           name == "bool_and" || name == "bool_or";
 }
 
 /// The function name of a FuncCall without the pg_catalog qualifier, lower case.
@@ -630,10 +631,26 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
     if (context.aggregates == nullptr) {
         fail("aggregate functions are not allowed in " + std::string(context.clause), location);
     }
-    if (field(body, "agg_filter").is_object() || field(body, "agg_order").is_array() ||
-        bool_field(body, "agg_within_group")) {
-        fail("FILTER, WITHIN GROUP and ORDER BY in aggregates are not supported", location);
+    if (field(body, "agg_order").is_array() || bool_field(body, "agg_within_group")) {
+        fail("WITHIN GROUP and ORDER BY in aggregates are not supported", location);
     }
+    // FILTER (WHERE c): the aggregate sees CASE WHEN c THEN argument END, which is NULL (and so
+    // skipped) on the rows c does not accept; count(*) counts CASE WHEN c THEN 1 END.
+    db::ExprPtr filter;
+    if (const Json &filter_node = field(body, "agg_filter"); filter_node.is_object()) {
+        Context inner = context;
+        inner.aggregates = nullptr;
+        inner.after_aggregate = false;
+        inner.clause = "FILTER";
+        filter = null_as_boolean(bind_value(filter_node, inner));
+        if (filter->type().id != db::TypeId::boolean) {
+            fail("argument of FILTER must be type BOOLEAN, not type " + filter->type().to_string(),
+                 location_of(filter_node));
+        }
+    }
+    const auto filtered = [&](db::ExprPtr value) {
+        return filter == nullptr ? value : db::expr::case_when({{filter, std::move(value)}});
+    };
     const auto arguments = list_field(body, "args");
     const bool star = bool_field(body, "agg_star");
     const bool distinct = bool_field(body, "agg_distinct");
@@ -644,6 +661,10 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
             fail(name + "(*) is not valid: only count(*) is", location);
         }
         function = db::AggregateFunction::count_star;
+        if (filter != nullptr) {
+            function = db::AggregateFunction::count;
+            argument = filtered(db::expr::constant(db::Value::integer(1)));
+        }
     } else {
         if (arguments.size() != 1) {
             fail("function " + name + " takes exactly one argument", location);
@@ -656,7 +677,7 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
         if (bound.interval.has_value()) {
             fail("aggregates of intervals are not supported", bound.location);
         }
-        argument = bound.expr;
+        argument = filtered(bound.expr);
         const db::Type type = argument->type();
         if (name == "count") {
             function = distinct ? db::AggregateFunction::count_distinct : db::AggregateFunction::count;
@@ -664,7 +685,13 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
             if (distinct) {
                 fail(name + "(DISTINCT ...) is not supported (only count(DISTINCT ...) is)", location);
             }
-            if (name == "sum" || name == "avg") {
+            if (name == "bool_and" || name == "bool_or") {
+                // Over BOOLEAN, false < true: bool_and is min, bool_or is max.
+                if (type.id != db::TypeId::boolean) {
+                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
+                }
+                function = name == "bool_and" ? db::AggregateFunction::min : db::AggregateFunction::max;
+            } else if (name == "sum" || name == "avg") {
                 if (!type.is_numeric()) {
                     fail("function " + name + "(" + type.to_string() + ") does not exist", location);
                 }
@@ -1298,9 +1325,9 @@ Bound Binder::bind(const Json &node, Context &context) {
         Bound result;
         result.location = int_field(body, "location", -1);
         try {
-            result.expr = db::expr::function(string_field(body, "op") == "IS_GREATEST" ? db::Function::greatest
-                                                                                       : db::Function::least,
-                                             std::move(operands));
+            result.expr = db::expr::function(
+                string_field(body, "op") == "IS_GREATEST" ? db::Function::greatest : db::Function::least,
+                std::move(operands));
         } catch (const db::TypeError &error) {
             fail(error.what(), result.location);
         }

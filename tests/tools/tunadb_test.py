@@ -148,6 +148,13 @@ def test_one_line_errors():
           "one error line for binary garbage", code, out, err)
 
 
+def test_comment_across_lines():
+    code, out, err = run([], stdin="SELECT 1 AS a;\n/* a comment; with a semicolon\n still ; inside */ SELECT 2 AS b;\n/* open\n")
+    check(code == 1 and one_error_line(err) and "unterminated /* comment" in err, "unterminated comment reported",
+          code, out, err)
+    check(" a\n---\n 1\n(1 row)\n b\n---\n 2\n(1 row)\n" == out, "a comment spans lines in piped input", code, out, err)
+
+
 def test_directory_file():
     with tempfile.TemporaryDirectory() as tmp:
         code, out, err = run([tmp])

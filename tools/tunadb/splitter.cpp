@@ -141,10 +141,17 @@ SplitResult split_statements(std::string_view text, bool final, std::uint32_t li
         }
     }
     if (final) {
+        // An unterminated comment or quote at the end is a statement of its own, so that the
+        // parser reports it instead of the text vanishing.
+        if (state == State::block_comment && !has_content) {
+            has_content = true;
+            first_line = line;
+        }
         finish(text.size());
         result.consumed = text.size();
     } else {
-        result.rest_has_content = has_content;
+        // Inside a comment or quote the rest must wait for its end (a ';' in it splits nothing).
+        result.rest_has_content = has_content || (state != State::normal && state != State::line_comment);
     }
     return result;
 }

@@ -30,7 +30,7 @@ struct SplitResult {
     /// Bytes of the text that were consumed: everything up to and including the last ';', or
     /// the whole text when `final`.
     std::size_t consumed{0};
-    /// The text after `consumed` holds something other than whitespace and comments.
+    /// The text after `consumed` holds something other than whitespace and complete comments.
     bool rest_has_content{false};
 };
 

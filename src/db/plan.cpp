@@ -243,6 +243,8 @@ PlanPtr aggregate(PlanPtr child, std::vector<ExprPtr> groups, std::vector<std::s
                 spec.function == AggregateFunction::count_star ? std::string("count_star()") : std::string();
             if (spec.name.empty()) {
                 spec.name = std::string(spec.function == AggregateFunction::count_distinct ? "count(DISTINCT "
+                                        : spec.function == AggregateFunction::sum_distinct ? "sum(DISTINCT "
+                                        : spec.function == AggregateFunction::avg_distinct ? "avg(DISTINCT "
                                         : spec.function == AggregateFunction::count        ? "count("
                                         : spec.function == AggregateFunction::sum          ? "sum("
                                         : spec.function == AggregateFunction::avg          ? "avg("
@@ -313,6 +315,7 @@ Type aggregate_type(AggregateFunction function, const Type &argument) {
     case AggregateFunction::count_distinct:
         return Type::bigint();
     case AggregateFunction::sum:
+    case AggregateFunction::sum_distinct:
         switch (argument.id) {
         case TypeId::decimal:
             return Type::decimal(decimal::max_precision, argument.scale);
@@ -327,6 +330,7 @@ Type aggregate_type(AggregateFunction function, const Type &argument) {
                 std::string("sum() is not defined for ").append(argument.to_string()));
         }
     case AggregateFunction::avg:
+    case AggregateFunction::avg_distinct:
         if (!argument.is_numeric()) {
             throw std::invalid_argument(
                 std::string("avg() is not defined for ").append(argument.to_string()));
@@ -371,6 +375,10 @@ const char *aggregate_function_name(AggregateFunction function) noexcept {
         return "max";
     case AggregateFunction::count_distinct:
         return "count_distinct";
+    case AggregateFunction::sum_distinct:
+        return "sum_distinct";
+    case AggregateFunction::avg_distinct:
+        return "avg_distinct";
     }
     return "?";
 }

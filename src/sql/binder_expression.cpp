@@ -682,9 +682,7 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
         if (name == "count") {
             function = distinct ? db::AggregateFunction::count_distinct : db::AggregateFunction::count;
         } else {
-            if (distinct) {
-                fail(name + "(DISTINCT ...) is not supported (only count(DISTINCT ...) is)", location);
-            }
+            // min, max, bool_and and bool_or give the same answer over the distinct values.
             if (name == "bool_and" || name == "bool_or") {
                 // Over BOOLEAN, false < true: bool_and is min, bool_or is max.
                 if (type.id != db::TypeId::boolean) {
@@ -695,7 +693,10 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
                 if (!type.is_numeric()) {
                     fail("function " + name + "(" + type.to_string() + ") does not exist", location);
                 }
-                function = name == "sum" ? db::AggregateFunction::sum : db::AggregateFunction::avg;
+                function =
+                    name == "sum"
+                        ? (distinct ? db::AggregateFunction::sum_distinct : db::AggregateFunction::sum)
+                        : (distinct ? db::AggregateFunction::avg_distinct : db::AggregateFunction::avg);
             } else {
                 function = name == "min" ? db::AggregateFunction::min : db::AggregateFunction::max;
             }

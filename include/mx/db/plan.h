@@ -36,7 +36,17 @@ enum class JoinStrategy : std::uint8_t { automatic, non_partitioned, radix_parti
 /// read sequentially), or the column's whole block of the morsel (a highly selective predicate
 /// column: every value is read, while the other columns are touched at few rows only).
 enum class ScanPrefetch : std::uint8_t { none, first_lines, whole_column };
-enum class AggregateFunction : std::uint8_t { count_star, count, sum, avg, min, max, count_distinct };
+enum class AggregateFunction : std::uint8_t {
+    count_star,
+    count,
+    sum,
+    avg,
+    min,
+    max,
+    count_distinct,
+    sum_distinct, // sum(DISTINCT x): the sum of the distinct values
+    avg_distinct, // avg(DISTINCT x)
+};
 
 struct AggregateSpec {
     AggregateFunction function{AggregateFunction::count_star};
@@ -117,7 +127,8 @@ namespace plan {
 } // namespace plan
 
 /// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
-/// "anti"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct".
+/// "anti"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
+/// "avg_distinct".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;
 [[nodiscard]] const char *aggregate_function_name(AggregateFunction function) noexcept;
 

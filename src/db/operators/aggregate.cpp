@@ -8,10 +8,10 @@
 // thread finishing the aggregation), and skewed keys only make one group's states hot inside
 // each worker, never a shared structure.
 //
-// COUNT(DISTINCT x) keeps, per worker and partition, a set of (group key, x); partition p's sets
-// are merged (deduplicated) in part p and counted into the merged groups. Scalar aggregation
-// (no GROUP BY) keeps one state row per worker, merged in finalize(); its distinct sets are
-// partitioned by the hash of x and counted per part.
+// COUNT/SUM/AVG(DISTINCT x) keep, per worker and partition, a set of (group key, x); partition
+// p's sets are merged (deduplicated) in part p and folded (counted, summed) into the merged
+// groups. Scalar aggregation (no GROUP BY) keeps one state row per worker, merged in finalize();
+// its distinct sets are partitioned by the hash of x and folded per part.
 //
 // SQL semantics: aggregates skip NULL arguments; SUM/AVG/MIN/MAX of no values are NULL, COUNT is
 // 0; NULL keys form their own group; a scalar aggregation emits one row even for empty input, a
@@ -181,7 +181,9 @@ void update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
         return;
     }
     case AggregateFunction::count_distinct:
-        return; // counted from the distinct sets in finalize
+    case AggregateFunction::sum_distinct:
+    case AggregateFunction::avg_distinct:
+        return; // folded from the distinct sets in finalize
     }
     return;
 }
@@ -220,6 +222,8 @@ void merge_state(const AggregateInfo &aggregate, AggState &into, const AggState 
         return;
     }
     case AggregateFunction::count_distinct:
+    case AggregateFunction::sum_distinct:
+    case AggregateFunction::avg_distinct:
         return;
     }
     return;
@@ -236,6 +240,7 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
         out.mutable_data<std::int64_t>()[out_row] = state.count;
         return true;
     case AggregateFunction::sum:
+    case AggregateFunction::sum_distinct:
         if (state.count == 0) {
             out.set_null(out_row);
             return true;
@@ -249,7 +254,8 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
         }
         std::memcpy(out.mutable_data<Int128>() + out_row, &state.wide, sizeof(Int128));
         return true;
-    case AggregateFunction::avg: {
+    case AggregateFunction::avg:
+    case AggregateFunction::avg_distinct: {
         if (state.count == 0) {
             out.set_null(out_row);
             return true;
@@ -301,8 +307,11 @@ public:
             info.offset = offset;
             info.name = spec.name;
             offset += sizeof(AggState);
-            if (spec.function == AggregateFunction::count_distinct) {
+            if (spec.function == AggregateFunction::count_distinct ||
+                spec.function == AggregateFunction::sum_distinct ||
+                spec.function == AggregateFunction::avg_distinct) {
                 info.distinct = static_cast<std::int32_t>(_distinct_keys.size());
+                _distinct_aggregate.push_back(i);
                 std::vector<PhysicalType> distinct_types = key_types;
                 distinct_types.push_back(info.input.physical());
                 _distinct_keys.emplace_back(distinct_types);
@@ -343,7 +352,7 @@ public:
             state.argument_data.resize(_aggregates.size());
             state.distinct_data.resize(_groups.size() + 1);
         }
-        _distinct_counts.assign(std::size_t{partitions} * _distinct_keys.size(), 0);
+        _distinct_partials.assign(std::size_t{partitions} * _distinct_keys.size(), AggState{});
     }
 
     void consume_batch(FlowContext &context, std::unique_ptr<Batch> batch) noexcept override {
@@ -417,8 +426,10 @@ public:
         CancelPoll poll(context);
         if (!grouped()) {
             for (std::size_t d = 0; d < _distinct_keys.size(); ++d) {
-                RowTable &set = merge_distinct(d, part, poll);
-                _distinct_counts[std::size_t{part} * _distinct_keys.size() + d] = set.size();
+                const RowTable &set = merge_distinct(d, part, poll);
+                AggState &partial = _distinct_partials[std::size_t{part} * _distinct_keys.size() + d];
+                const AggregateInfo &aggregate = _aggregates[_distinct_aggregate[d]];
+                set.for_each([&](const std::byte *entry) { fold_distinct(aggregate, partial, entry); });
             }
             return;
         }
@@ -455,7 +466,7 @@ public:
                     return _key.equals_stored(RowTable::key_of(candidate), RowTable::key_of(entry));
                 });
                 MX_ASSERT(group != nullptr, "a distinct value without its group");
-                ++state_at(group, aggregate.offset).count;
+                fold_distinct(aggregate, state_at(group, aggregate.offset), entry);
             });
         }
         if (poll.stopped()) {
@@ -476,14 +487,19 @@ public:
             }
         }
         for (const AggregateInfo &aggregate : _aggregates) {
-            if (aggregate.distinct >= 0) {
-                std::int64_t distinct = 0;
-                for (std::uint32_t p = 0; p < _partitions; ++p) {
-                    distinct += static_cast<std::int64_t>(
-                        _distinct_counts[std::size_t{p} * _distinct_keys.size() +
-                                         static_cast<std::size_t>(aggregate.distinct)]);
+            if (aggregate.distinct < 0) {
+                continue;
+            }
+            AggState &state = state_at(into, aggregate.offset);
+            for (std::uint32_t p = 0; p < _partitions; ++p) {
+                const AggState &partial = _distinct_partials[std::size_t{p} * _distinct_keys.size() +
+                                                             static_cast<std::size_t>(aggregate.distinct)];
+                state.count += partial.count;
+                if (aggregate.input.physical() == PhysicalType::f64) {
+                    set_double(state, get_double(state) + get_double(partial));
+                } else {
+                    add_wide(state, partial.wide, partial.carry);
                 }
-                state_at(into, aggregate.offset).count = distinct;
             }
         }
         auto batch = make_output(1);
@@ -556,6 +572,46 @@ private:
 
     [[nodiscard]] static std::string overflow_message() {
         return "Overflow in SUM: the result does not fit DECIMAL(38)";
+    }
+
+    /// Folds one entry of a distinct set (group key + value) into its aggregate's state: counts it,
+    /// and for sum/avg(DISTINCT) adds the value.
+    void fold_distinct(const AggregateInfo &aggregate, AggState &state,
+                       const std::byte *entry) const noexcept {
+        ++state.count;
+        if (aggregate.function == AggregateFunction::count_distinct) {
+            return;
+        }
+        const std::byte *cell =
+            KeyLayout::slot(RowTable::key_of(entry), static_cast<std::uint32_t>(_groups.size()));
+        switch (aggregate.input.physical()) {
+        case PhysicalType::u8: {
+            std::uint8_t value = 0;
+            std::memcpy(&value, cell, sizeof(value));
+            state.wide += value;
+            return;
+        }
+        case PhysicalType::i64: {
+            std::int64_t value = 0;
+            std::memcpy(&value, cell, sizeof(value));
+            state.wide += value; // |value| < 2^63: 2^64 of them cannot overflow the 128-bit sum
+            return;
+        }
+        case PhysicalType::i128: {
+            Int128 value = 0;
+            std::memcpy(&value, cell, sizeof(value));
+            add_wide(state, value, 0);
+            return;
+        }
+        case PhysicalType::f64: {
+            double value = 0;
+            std::memcpy(&value, cell, sizeof(value));
+            set_double(state, get_double(state) + value);
+            return;
+        }
+        case PhysicalType::string:
+            return; // rejected by the plan builder
+        }
     }
 
     void insert_distinct(WorkerState &state, std::size_t aggregate, const Batch &batch,
@@ -667,7 +723,8 @@ private:
     std::vector<Type> _group_types;
     std::vector<AggregateInfo> _aggregates;
     KeyLayout _key;
-    std::vector<KeyLayout> _distinct_keys; // per COUNT DISTINCT: group key + argument
+    std::vector<KeyLayout> _distinct_keys;        // per aggregate over DISTINCT: group key + argument
+    std::vector<std::size_t> _distinct_aggregate; // per distinct set: the index of its aggregate
     std::uint32_t _row_width{0};
     std::uint32_t _batch_rows;
     // Set in prepare() on the starting thread, read-only during the run.
@@ -675,9 +732,9 @@ private:
     std::uint32_t _partitions{1};
     std::uint32_t _partition_bits{0};
     std::unique_ptr<WorkerState[]> _workers;
-    // Scalar COUNT DISTINCT: [part][distinct aggregate], written by part `part`, read by
-    // finalize() (ordered after every part by the layer).
-    std::vector<std::uint64_t> _distinct_counts;
+    // Scalar aggregates over distinct values: [part][distinct set], written by part `part`, read
+    // by finalize() (ordered after every part by the layer).
+    std::vector<AggState> _distinct_partials;
 };
 
 } // namespace

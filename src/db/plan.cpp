@@ -249,6 +249,10 @@ PlanPtr aggregate(PlanPtr child, std::vector<ExprPtr> groups, std::vector<std::s
                                         : spec.function == AggregateFunction::sum          ? "sum("
                                         : spec.function == AggregateFunction::avg          ? "avg("
                                         : spec.function == AggregateFunction::min          ? "min("
+                                        : spec.function == AggregateFunction::var_samp     ? "var_samp("
+                                        : spec.function == AggregateFunction::var_pop      ? "var_pop("
+                                        : spec.function == AggregateFunction::stddev_samp  ? "stddev_samp("
+                                        : spec.function == AggregateFunction::stddev_pop   ? "stddev_pop("
                                                                                            : "max(")
                                 .append(expression_name(*spec.argument, child->output))
                                 .append(")");
@@ -329,6 +333,15 @@ Type aggregate_type(AggregateFunction function, const Type &argument) {
             throw std::invalid_argument(
                 std::string("sum() is not defined for ").append(argument.to_string()));
         }
+    case AggregateFunction::var_samp:
+    case AggregateFunction::var_pop:
+    case AggregateFunction::stddev_samp:
+    case AggregateFunction::stddev_pop:
+        if (argument.id != TypeId::float64) {
+            throw std::invalid_argument(
+                std::string(aggregate_function_name(function)).append("() needs a DOUBLE argument"));
+        }
+        return Type::float64();
     case AggregateFunction::avg:
     case AggregateFunction::avg_distinct:
         if (!argument.is_numeric()) {
@@ -379,6 +392,14 @@ const char *aggregate_function_name(AggregateFunction function) noexcept {
         return "sum_distinct";
     case AggregateFunction::avg_distinct:
         return "avg_distinct";
+    case AggregateFunction::var_samp:
+        return "var_samp";
+    case AggregateFunction::var_pop:
+        return "var_pop";
+    case AggregateFunction::stddev_samp:
+        return "stddev_samp";
+    case AggregateFunction::stddev_pop:
+        return "stddev_pop";
     }
     return "?";
 }

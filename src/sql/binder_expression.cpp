@@ -16,7 +16,8 @@ namespace {
 
 bool is_aggregate_name(const std::string &name) {
     return name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max" ||
-           name == "bool_and" || name == "bool_or";
+           name == "bool_and" || name == "bool_or" || name == "stddev" || name == "stddev_samp" ||
+           name == "stddev_pop" || name == "variance" || name == "var_samp" || name == "var_pop";
 }
 
 /// The function name of a FuncCall without the pg_catalog qualifier, lower case.
@@ -683,12 +684,25 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
             function = distinct ? db::AggregateFunction::count_distinct : db::AggregateFunction::count;
         } else {
             // min, max, bool_and and bool_or give the same answer over the distinct values.
+            // stddev and variance are computed in DOUBLE from Welford's running moments.
             if (name == "bool_and" || name == "bool_or") {
                 // Over BOOLEAN, false < true: bool_and is min, bool_or is max.
                 if (type.id != db::TypeId::boolean) {
                     fail("function " + name + "(" + type.to_string() + ") does not exist", location);
                 }
                 function = name == "bool_and" ? db::AggregateFunction::min : db::AggregateFunction::max;
+            } else if (name.starts_with("stddev") || name.starts_with("var")) {
+                if (!type.is_numeric()) {
+                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
+                }
+                if (distinct) {
+                    fail(name + "(DISTINCT ...) is not supported", location);
+                }
+                argument = db::expr::cast(argument, db::Type::float64());
+                function = name == "stddev" || name == "stddev_samp" ? db::AggregateFunction::stddev_samp
+                           : name == "stddev_pop"                    ? db::AggregateFunction::stddev_pop
+                           : name == "var_pop"                       ? db::AggregateFunction::var_pop
+                                                                     : db::AggregateFunction::var_samp;
             } else if (name == "sum" || name == "avg") {
                 if (!type.is_numeric()) {
                     fail("function " + name + "(" + type.to_string() + ") does not exist", location);

@@ -46,6 +46,10 @@ enum class AggregateFunction : std::uint8_t {
     count_distinct,
     sum_distinct, // sum(DISTINCT x): the sum of the distinct values
     avg_distinct, // avg(DISTINCT x)
+    var_samp,     // sample variance (DOUBLE; NULL for fewer than two values)
+    var_pop,      // population variance
+    stddev_samp,  // square root of var_samp
+    stddev_pop,   // square root of var_pop
 };
 
 struct AggregateSpec {
@@ -128,7 +132,7 @@ namespace plan {
 
 /// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
 /// "anti"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
-/// "avg_distinct".
+/// "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;
 [[nodiscard]] const char *aggregate_function_name(AggregateFunction function) noexcept;
 

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -65,6 +66,27 @@ inline double get_double(const AggState &state) noexcept {
     return value;
 }
 inline void set_double(AggState &state, double value) noexcept { std::memcpy(&state.wide, &value, 8); }
+
+/// Variance state: the running mean and the sum of squared deviations (M2) of `count` values,
+/// in the two halves of `wide`. Welford's update per value and Chan's merge of two states keep it
+/// accurate where the textbook sum-of-squares formula cancels (values far from zero).
+struct Moments {
+    double mean;
+    double m2;
+};
+inline Moments get_moments(const AggState &state) noexcept {
+    Moments moments{};
+    std::memcpy(&moments, &state.wide, sizeof(moments));
+    return moments;
+}
+inline void set_moments(AggState &state, Moments moments) noexcept {
+    std::memcpy(&state.wide, &moments, sizeof(moments));
+}
+static_assert(sizeof(Moments) == sizeof(Int128));
+inline bool is_variance(AggregateFunction function) noexcept {
+    return function == AggregateFunction::var_samp || function == AggregateFunction::var_pop ||
+           function == AggregateFunction::stddev_samp || function == AggregateFunction::stddev_pop;
+}
 
 /// Adds carry * 2^128 + value to the exact sum. A 128-bit add that wraps is off by exactly 2^128
 /// in the direction of the addend's sign; the carry (64 bits, at most one step per value) records
@@ -184,6 +206,21 @@ void update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
     case AggregateFunction::sum_distinct:
     case AggregateFunction::avg_distinct:
         return; // folded from the distinct sets in finalize
+    case AggregateFunction::var_samp:
+    case AggregateFunction::var_pop:
+    case AggregateFunction::stddev_samp:
+    case AggregateFunction::stddev_pop:
+        for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+            AggState &state = state_at(rows[i], offset);
+            Moments moments = get_moments(state);
+            const double x = argument->get<double>(row);
+            ++state.count;
+            const double delta = x - moments.mean;
+            moments.mean += delta / static_cast<double>(state.count);
+            moments.m2 += delta * (x - moments.mean);
+            set_moments(state, moments);
+        });
+        return;
     }
     return;
 }
@@ -225,6 +262,23 @@ void merge_state(const AggregateInfo &aggregate, AggState &into, const AggState 
     case AggregateFunction::sum_distinct:
     case AggregateFunction::avg_distinct:
         return;
+    case AggregateFunction::var_samp:
+    case AggregateFunction::var_pop:
+    case AggregateFunction::stddev_samp:
+    case AggregateFunction::stddev_pop: {
+        if (from.count == 0) {
+            return;
+        }
+        const Moments a = get_moments(into);
+        const Moments b = get_moments(from);
+        const auto na = static_cast<double>(into.count);
+        const auto nb = static_cast<double>(from.count);
+        const double n = na + nb;
+        const double delta = b.mean - a.mean;
+        set_moments(into, Moments{a.mean + delta * nb / n, a.m2 + b.m2 + delta * delta * na * nb / n});
+        into.count += from.count;
+        return;
+    }
     }
     return;
 }
@@ -281,6 +335,23 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
         }
         put_cell(out, out_row, reinterpret_cast<const std::byte *>(&state.wide));
         return true;
+    case AggregateFunction::var_samp:
+    case AggregateFunction::var_pop:
+    case AggregateFunction::stddev_samp:
+    case AggregateFunction::stddev_pop: {
+        const bool sample = aggregate.function == AggregateFunction::var_samp ||
+                            aggregate.function == AggregateFunction::stddev_samp;
+        if (state.count < (sample ? 2 : 1)) {
+            out.set_null(out_row);
+            return true;
+        }
+        const double variance =
+            get_moments(state).m2 / static_cast<double>(sample ? state.count - 1 : state.count);
+        const bool root = aggregate.function == AggregateFunction::stddev_samp ||
+                          aggregate.function == AggregateFunction::stddev_pop;
+        out.mutable_data<double>()[out_row] = root ? std::sqrt(variance) : variance;
+        return true;
+    }
     }
     return true;
 }

@@ -83,10 +83,6 @@ inline void set_moments(AggState &state, Moments moments) noexcept {
     std::memcpy(&state.wide, &moments, sizeof(moments));
 }
 static_assert(sizeof(Moments) == sizeof(Int128));
-inline bool is_variance(AggregateFunction function) noexcept {
-    return function == AggregateFunction::var_samp || function == AggregateFunction::var_pop ||
-           function == AggregateFunction::stddev_samp || function == AggregateFunction::stddev_pop;
-}
 
 /// Adds carry * 2^128 + value to the exact sum. A 128-bit add that wraps is off by exactly 2^128
 /// in the direction of the addend's sign; the carry (64 bits, at most one step per value) records

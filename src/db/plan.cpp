@@ -253,7 +253,8 @@ PlanPtr aggregate(PlanPtr child, std::vector<ExprPtr> groups, std::vector<std::s
                                         : spec.function == AggregateFunction::var_pop      ? "var_pop("
                                         : spec.function == AggregateFunction::stddev_samp  ? "stddev_samp("
                                         : spec.function == AggregateFunction::stddev_pop   ? "stddev_pop("
-                                                                                           : "max(")
+                                        : spec.function == AggregateFunction::quantile_cont ? "quantile_cont("
+                                                                                            : "max(")
                                 .append(expression_name(*spec.argument, child->output))
                                 .append(")");
             }
@@ -337,6 +338,7 @@ Type aggregate_type(AggregateFunction function, const Type &argument) {
     case AggregateFunction::var_pop:
     case AggregateFunction::stddev_samp:
     case AggregateFunction::stddev_pop:
+    case AggregateFunction::quantile_cont:
         if (argument.id != TypeId::float64) {
             throw std::invalid_argument(
                 std::string(aggregate_function_name(function)).append("() needs a DOUBLE argument"));
@@ -400,6 +402,8 @@ const char *aggregate_function_name(AggregateFunction function) noexcept {
         return "stddev_samp";
     case AggregateFunction::stddev_pop:
         return "stddev_pop";
+    case AggregateFunction::quantile_cont:
+        return "quantile_cont";
     }
     return "?";
 }

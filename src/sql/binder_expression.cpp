@@ -17,7 +17,8 @@ namespace {
 bool is_aggregate_name(const std::string &name) {
     return name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max" ||
            name == "bool_and" || name == "bool_or" || name == "stddev" || name == "stddev_samp" ||
-           name == "stddev_pop" || name == "variance" || name == "var_samp" || name == "var_pop";
+           name == "stddev_pop" || name == "variance" || name == "var_samp" || name == "var_pop" ||
+           name == "median" || name == "quantile_cont";
 }
 
 /// The function name of a FuncCall without the pg_catalog qualifier, lower case.
@@ -657,6 +658,7 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
     const bool distinct = bool_field(body, "agg_distinct");
     db::AggregateFunction function{};
     db::ExprPtr argument;
+    double quantile = 0.5;
     if (star) {
         if (name != "count") {
             fail(name + "(*) is not valid: only count(*) is", location);
@@ -667,9 +669,26 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
             argument = filtered(db::expr::constant(db::Value::integer(1)));
         }
     } else {
-        if (arguments.size() != 1) {
+        double fraction = 0.5;
+        if (name == "quantile_cont") {
+            if (arguments.size() != 2) {
+                fail("quantile_cont takes a value and a constant fraction", location);
+            }
+            Context plain;
+            plain.clause = "the fraction of quantile_cont";
+            const db::ExprPtr value = bind_value(*arguments[1], plain);
+            if (value->kind() != db::ExprKind::constant || value->value().null ||
+                !value->type().is_numeric()) {
+                fail("the fraction of quantile_cont must be a numeric constant", location_of(*arguments[1]));
+            }
+            fraction = db::evaluate_constant(*db::expr::cast(value, db::Type::float64())).f64;
+            if (!(fraction >= 0.0 && fraction <= 1.0)) {
+                fail("the fraction of quantile_cont must be between 0 and 1", location_of(*arguments[1]));
+            }
+        } else if (arguments.size() != 1) {
             fail("function " + name + " takes exactly one argument", location);
         }
+        quantile = fraction;
         Context inner = context;
         inner.aggregates = nullptr;
         inner.after_aggregate = false;
@@ -691,6 +710,16 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
                     fail("function " + name + "(" + type.to_string() + ") does not exist", location);
                 }
                 function = name == "bool_and" ? db::AggregateFunction::min : db::AggregateFunction::max;
+            } else if (name == "median" || name == "quantile_cont") {
+                // DuckDB: DOUBLE for integers and doubles; TunaDB computes DECIMALs in DOUBLE too.
+                if (!type.is_numeric()) {
+                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
+                }
+                if (distinct) {
+                    fail(name + "(DISTINCT ...) is not supported", location);
+                }
+                argument = db::expr::cast(argument, db::Type::float64());
+                function = db::AggregateFunction::quantile_cont;
             } else if (name.starts_with("stddev") || name.starts_with("var")) {
                 if (!type.is_numeric()) {
                     fail("function " + name + "(" + type.to_string() + ") does not exist", location);
@@ -721,7 +750,7 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
         const bool same_argument = (existing.argument == nullptr && argument == nullptr) ||
                                    (existing.argument != nullptr && argument != nullptr &&
                                     same_expression(*existing.argument, *argument));
-        if (existing.function == function && same_argument) {
+        if (existing.function == function && same_argument && existing.fraction == quantile) {
             Bound result;
             result.expr = _columns.ref(existing.output);
             result.location = location;
@@ -741,7 +770,7 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
     std::string shown = name;
     shown.append(star ? "(*)" : "(").append(star ? "" : db::to_string(*argument)).append(star ? "" : ")");
     const ColumnId output = _columns.add(shown, type, !counts);
-    state.aggregates.push_back(LogicalAggregate{function, argument, output});
+    state.aggregates.push_back(LogicalAggregate{function, argument, output, quantile});
     Bound result;
     result.expr = _columns.ref(output);
     result.location = location;

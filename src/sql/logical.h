@@ -56,6 +56,7 @@ struct LogicalAggregate {
     db::AggregateFunction function{db::AggregateFunction::count_star};
     db::ExprPtr argument; // null for count_star
     ColumnId output{0};
+    double fraction{0.5}; // quantile_cont
 };
 
 struct LogicalSortKey {

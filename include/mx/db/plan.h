@@ -44,18 +44,20 @@ enum class AggregateFunction : std::uint8_t {
     min,
     max,
     count_distinct,
-    sum_distinct, // sum(DISTINCT x): the sum of the distinct values
-    avg_distinct, // avg(DISTINCT x)
-    var_samp,     // sample variance (DOUBLE; NULL for fewer than two values)
-    var_pop,      // population variance
-    stddev_samp,  // square root of var_samp
-    stddev_pop,   // square root of var_pop
+    sum_distinct,  // sum(DISTINCT x): the sum of the distinct values
+    avg_distinct,  // avg(DISTINCT x)
+    var_samp,      // sample variance (DOUBLE; NULL for fewer than two values)
+    var_pop,       // population variance
+    stddev_samp,   // square root of var_samp
+    stddev_pop,    // square root of var_pop
+    quantile_cont, // the interpolated quantile `fraction` (median: 0.5) of a DOUBLE argument
 };
 
 struct AggregateSpec {
     AggregateFunction function{AggregateFunction::count_star};
     ExprPtr argument; // over the child's output; null for count_star
     std::string name;
+    double fraction{0.5}; // quantile_cont: the quantile, 0..1
 };
 
 struct SortKey {
@@ -132,7 +134,8 @@ namespace plan {
 
 /// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
 /// "anti"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
-/// "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop".
+/// "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop",
+/// "quantile_cont".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;
 [[nodiscard]] const char *aggregate_function_name(AggregateFunction function) noexcept;
 

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -84,6 +85,18 @@ inline void set_moments(AggState &state, Moments moments) noexcept {
 }
 static_assert(sizeof(Moments) == sizeof(Int128));
 
+/// quantile_cont state: `wide` points to the group's values (a list owned by the worker that
+/// started it, see WorkerState::lists); `count` counts them.
+using ValueList = std::vector<double>;
+inline ValueList *get_list(const AggState &state) noexcept {
+    ValueList *list = nullptr;
+    std::memcpy(&list, &state.wide, sizeof(list));
+    return list;
+}
+inline void set_list(AggState &state, ValueList *list) noexcept {
+    std::memcpy(&state.wide, &list, sizeof(list));
+}
+
 /// Adds carry * 2^128 + value to the exact sum. A 128-bit add that wraps is off by exactly 2^128
 /// in the direction of the addend's sign; the carry (64 bits, at most one step per value) records
 /// it, so the sum stays exact for any 2^63 values.
@@ -101,6 +114,7 @@ struct AggregateInfo {
     Type result{}; // the output column's type
     std::uint32_t offset{0};
     std::int32_t distinct{-1}; // index of the COUNT DISTINCT set
+    double fraction{0.5};      // quantile_cont
     std::string name;
 };
 
@@ -123,7 +137,8 @@ inline void for_each_value(const Batch &batch, std::uint32_t count, const Column
 
 /// Folds the argument values of a batch into the states `rows[i]` (one per live row).
 void update(const AggregateInfo &aggregate, std::byte *const *rows, const ColumnData *argument,
-            const Batch &batch, std::uint32_t count, StringHeap &arena) noexcept {
+            const Batch &batch, std::uint32_t count, StringHeap &arena,
+            std::deque<ValueList> &lists) noexcept {
     const std::uint32_t offset = aggregate.offset;
     switch (aggregate.function) {
     case AggregateFunction::count_star:
@@ -202,6 +217,18 @@ void update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
     case AggregateFunction::sum_distinct:
     case AggregateFunction::avg_distinct:
         return; // folded from the distinct sets in finalize
+    case AggregateFunction::quantile_cont:
+        for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+            AggState &state = state_at(rows[i], offset);
+            ValueList *list = get_list(state);
+            if (list == nullptr) {
+                list = &lists.emplace_back();
+                set_list(state, list);
+            }
+            list->push_back(argument->get<double>(row));
+            ++state.count;
+        });
+        return;
     case AggregateFunction::var_samp:
     case AggregateFunction::var_pop:
     case AggregateFunction::stddev_samp:
@@ -272,6 +299,22 @@ void merge_state(const AggregateInfo &aggregate, AggState &into, const AggState 
         const double n = na + nb;
         const double delta = b.mean - a.mean;
         set_moments(into, Moments{a.mean + delta * nb / n, a.m2 + b.m2 + delta * delta * na * nb / n});
+        into.count += from.count;
+        return;
+    }
+    case AggregateFunction::quantile_cont: {
+        // Each list belongs to one group row of one partition, so only the task merging that
+        // partition touches it.
+        ValueList *from_list = get_list(from);
+        if (from_list == nullptr) {
+            return;
+        }
+        ValueList *into_list = get_list(into);
+        if (into_list == nullptr) {
+            set_list(into, from_list);
+        } else {
+            into_list->insert(into_list->end(), from_list->begin(), from_list->end());
+        }
         into.count += from.count;
         return;
     }
@@ -348,6 +391,26 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
         out.mutable_data<double>()[out_row] = root ? std::sqrt(variance) : variance;
         return true;
     }
+    case AggregateFunction::quantile_cont: {
+        ValueList *list = get_list(state);
+        if (list == nullptr || list->empty()) {
+            out.set_null(out_row);
+            return true;
+        }
+        // DuckDB: interpolate between the values at floor and ceil of fraction * (n - 1).
+        const double position = aggregate.fraction * static_cast<double>(list->size() - 1);
+        const auto low = static_cast<std::size_t>(std::floor(position));
+        const auto high = static_cast<std::size_t>(std::ceil(position));
+        std::nth_element(list->begin(), list->begin() + static_cast<std::ptrdiff_t>(low), list->end());
+        const double low_value = (*list)[low];
+        double high_value = low_value;
+        if (high != low) {
+            high_value = *std::min_element(list->begin() + static_cast<std::ptrdiff_t>(high), list->end());
+        }
+        out.mutable_data<double>()[out_row] =
+            low_value + (position - static_cast<double>(low)) * (high_value - low_value);
+        return true;
+    }
     }
     return true;
 }
@@ -373,6 +436,7 @@ public:
             info.result = plan.output.at(_groups.size() + i).type;
             info.offset = offset;
             info.name = spec.name;
+            info.fraction = spec.fraction;
             offset += sizeof(AggState);
             if (spec.function == AggregateFunction::count_distinct ||
                 spec.function == AggregateFunction::sum_distinct ||
@@ -468,7 +532,8 @@ public:
             if (aggregate.distinct >= 0) {
                 insert_distinct(state, a, *batch, count);
             } else {
-                update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count, state.arena);
+                update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count, state.arena,
+                       state.lists);
             }
         }
         // The evaluated vectors may view the batch, which dies now.
@@ -613,6 +678,7 @@ private:
         std::vector<std::vector<RowTable>> distinct; // [distinct aggregate][partition]
         std::unique_ptr<std::byte[]> scalar;         // scalar aggregation: the one state row
         StringHeap arena;                            // copied key strings and MIN/MAX strings
+        std::deque<ValueList> lists;                 // quantile_cont values of the groups it started
         // scratch of the consume tasks
         std::vector<Vector> keys;
         std::vector<ColumnData> key_data;

@@ -254,6 +254,7 @@ PlanPtr aggregate(PlanPtr child, std::vector<ExprPtr> groups, std::vector<std::s
                                         : spec.function == AggregateFunction::stddev_samp  ? "stddev_samp("
                                         : spec.function == AggregateFunction::stddev_pop   ? "stddev_pop("
                                         : spec.function == AggregateFunction::quantile_cont ? "quantile_cont("
+                                        : spec.function == AggregateFunction::string_agg    ? "string_agg("
                                                                                             : "max(")
                                 .append(expression_name(*spec.argument, child->output))
                                 .append(")");
@@ -344,6 +345,11 @@ Type aggregate_type(AggregateFunction function, const Type &argument) {
                 std::string(aggregate_function_name(function)).append("() needs a DOUBLE argument"));
         }
         return Type::float64();
+    case AggregateFunction::string_agg:
+        if (argument.id != TypeId::varchar) {
+            throw std::invalid_argument("string_agg() needs a VARCHAR argument");
+        }
+        return Type::varchar();
     case AggregateFunction::avg:
     case AggregateFunction::avg_distinct:
         if (!argument.is_numeric()) {
@@ -404,6 +410,8 @@ const char *aggregate_function_name(AggregateFunction function) noexcept {
         return "stddev_pop";
     case AggregateFunction::quantile_cont:
         return "quantile_cont";
+    case AggregateFunction::string_agg:
+        return "string_agg";
     }
     return "?";
 }

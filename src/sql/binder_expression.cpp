@@ -18,7 +18,7 @@ bool is_aggregate_name(const std::string &name) {
     return name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max" ||
            name == "bool_and" || name == "bool_or" || name == "stddev" || name == "stddev_samp" ||
            name == "stddev_pop" || name == "variance" || name == "var_samp" || name == "var_pop" ||
-           name == "median" || name == "quantile_cont";
+           name == "median" || name == "quantile_cont" || name == "string_agg" || name == "group_concat";
 }
 
 /// The function name of a FuncCall without the pg_catalog qualifier, lower case.
@@ -633,8 +633,10 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
     if (context.aggregates == nullptr) {
         fail("aggregate functions are not allowed in " + std::string(context.clause), location);
     }
-    if (field(body, "agg_order").is_array() || bool_field(body, "agg_within_group")) {
-        fail("WITHIN GROUP and ORDER BY in aggregates are not supported", location);
+    if (bool_field(body, "agg_within_group") ||
+        (field(body, "agg_order").is_array() && name != "string_agg" && name != "group_concat")) {
+        fail("WITHIN GROUP and ORDER BY in aggregates are not supported (except string_agg(x ORDER BY x))",
+             location);
     }
     // FILTER (WHERE c): the aggregate sees CASE WHEN c THEN argument END, which is NULL (and so
     // skipped) on the rows c does not accept; count(*) counts CASE WHEN c THEN 1 END.
@@ -659,6 +661,8 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
     db::AggregateFunction function{};
     db::ExprPtr argument;
     double quantile = 0.5;
+    std::string separator = ",";
+    int order = 0;
     if (star) {
         if (name != "count") {
             fail(name + "(*) is not valid: only count(*) is", location);
@@ -685,6 +689,21 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
             if (!(fraction >= 0.0 && fraction <= 1.0)) {
                 fail("the fraction of quantile_cont must be between 0 and 1", location_of(*arguments[1]));
             }
+        } else if (name == "string_agg" || name == "group_concat") {
+            if (arguments.empty() || arguments.size() > 2) {
+                fail(name + " takes a value and an optional separator", location);
+            }
+            if (arguments.size() == 2) {
+                Context plain;
+                plain.clause = "the separator of string_agg";
+                const db::ExprPtr value = bind_value(*arguments[1], plain);
+                if (value->kind() != db::ExprKind::constant || value->value().null ||
+                    value->type().id != db::TypeId::varchar) {
+                    fail("the separator of " + name + " must be a string constant",
+                         location_of(*arguments[1]));
+                }
+                separator = value->value().str;
+            }
         } else if (arguments.size() != 1) {
             fail("function " + name + " takes exactly one argument", location);
         }
@@ -710,6 +729,27 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
                     fail("function " + name + "(" + type.to_string() + ") does not exist", location);
                 }
                 function = name == "bool_and" ? db::AggregateFunction::min : db::AggregateFunction::max;
+            } else if (name == "string_agg" || name == "group_concat") {
+                if (distinct) {
+                    fail(name + "(DISTINCT ...) is not supported", location);
+                }
+                argument = db::expr::cast(argument, db::Type::varchar());
+                function = db::AggregateFunction::string_agg;
+                // ORDER BY: only the value itself, ascending or descending (sorted when the
+                // group is finished).
+                const auto keys = list_field(body, "agg_order");
+                if (keys.size() > 1) {
+                    fail(name + "(... ORDER BY ...) supports one key, the value itself", location);
+                }
+                if (keys.size() == 1) {
+                    const Json &sort_by = node_body(*keys[0]);
+                    Bound key = bind(field(sort_by, "node"), inner);
+                    if (key.interval.has_value() || !same_expression(*key.expr, *bound.expr)) {
+                        fail(name + "(... ORDER BY ...) supports only the aggregated value as the key",
+                             location_of(field(sort_by, "node")));
+                    }
+                    order = string_field(sort_by, "sortby_dir") == "SORTBY_DESC" ? -1 : 1;
+                }
             } else if (name == "median" || name == "quantile_cont") {
                 // DuckDB: DOUBLE for integers and doubles; TunaDB computes DECIMALs in DOUBLE too.
                 if (!type.is_numeric()) {
@@ -750,7 +790,8 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
         const bool same_argument = (existing.argument == nullptr && argument == nullptr) ||
                                    (existing.argument != nullptr && argument != nullptr &&
                                     same_expression(*existing.argument, *argument));
-        if (existing.function == function && same_argument && existing.fraction == quantile) {
+        if (existing.function == function && same_argument && existing.fraction == quantile &&
+            existing.separator == separator && existing.order == order) {
             Bound result;
             result.expr = _columns.ref(existing.output);
             result.location = location;
@@ -770,7 +811,7 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
     std::string shown = name;
     shown.append(star ? "(*)" : "(").append(star ? "" : db::to_string(*argument)).append(star ? "" : ")");
     const ColumnId output = _columns.add(shown, type, !counts);
-    state.aggregates.push_back(LogicalAggregate{function, argument, output, quantile});
+    state.aggregates.push_back(LogicalAggregate{function, argument, output, quantile, separator, order});
     Bound result;
     result.expr = _columns.ref(output);
     result.location = location;

@@ -51,13 +51,16 @@ enum class AggregateFunction : std::uint8_t {
     stddev_samp,   // square root of var_samp
     stddev_pop,    // square root of var_pop
     quantile_cont, // the interpolated quantile `fraction` (median: 0.5) of a DOUBLE argument
+    string_agg,    // the VARCHAR values joined with `separator` (optionally sorted)
 };
 
 struct AggregateSpec {
     AggregateFunction function{AggregateFunction::count_star};
     ExprPtr argument; // over the child's output; null for count_star
     std::string name;
-    double fraction{0.5}; // quantile_cont: the quantile, 0..1
+    double fraction{0.5};       // quantile_cont: the quantile, 0..1
+    std::string separator{","}; // string_agg
+    int order{0};               // string_agg: 0 in no particular order, 1 ascending, -1 descending
 };
 
 struct SortKey {
@@ -135,7 +138,7 @@ namespace plan {
 /// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
 /// "anti"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct", "sum_distinct",
 /// "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop",
-/// "quantile_cont".
+/// "quantile_cont", "string_agg".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;
 [[nodiscard]] const char *aggregate_function_name(AggregateFunction function) noexcept;
 

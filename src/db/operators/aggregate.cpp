@@ -96,6 +96,16 @@ inline ValueList *get_list(const AggState &state) noexcept {
 inline void set_list(AggState &state, ValueList *list) noexcept {
     std::memcpy(&state.wide, &list, sizeof(list));
 }
+/// string_agg state: the same with the group's strings (copies in the worker's arena).
+using StringList = std::vector<StringRef>;
+inline StringList *get_strings(const AggState &state) noexcept {
+    StringList *list = nullptr;
+    std::memcpy(&list, &state.wide, sizeof(list));
+    return list;
+}
+inline void set_strings(AggState &state, StringList *list) noexcept {
+    std::memcpy(&state.wide, &list, sizeof(list));
+}
 
 /// Adds carry * 2^128 + value to the exact sum. A 128-bit add that wraps is off by exactly 2^128
 /// in the direction of the addend's sign; the carry (64 bits, at most one step per value) records
@@ -115,6 +125,8 @@ struct AggregateInfo {
     std::uint32_t offset{0};
     std::int32_t distinct{-1}; // index of the COUNT DISTINCT set
     double fraction{0.5};      // quantile_cont
+    std::string separator;     // string_agg
+    int order{0};              // string_agg: 1 ascending, -1 descending, 0 as merged
     std::string name;
 };
 
@@ -137,8 +149,8 @@ inline void for_each_value(const Batch &batch, std::uint32_t count, const Column
 
 /// Folds the argument values of a batch into the states `rows[i]` (one per live row).
 void update(const AggregateInfo &aggregate, std::byte *const *rows, const ColumnData *argument,
-            const Batch &batch, std::uint32_t count, StringHeap &arena,
-            std::deque<ValueList> &lists) noexcept {
+            const Batch &batch, std::uint32_t count, StringHeap &arena, std::deque<ValueList> &lists,
+            std::deque<StringList> &strings) noexcept {
     const std::uint32_t offset = aggregate.offset;
     switch (aggregate.function) {
     case AggregateFunction::count_star:
@@ -217,6 +229,18 @@ void update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
     case AggregateFunction::sum_distinct:
     case AggregateFunction::avg_distinct:
         return; // folded from the distinct sets in finalize
+    case AggregateFunction::string_agg:
+        for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+            AggState &state = state_at(rows[i], offset);
+            StringList *list = get_strings(state);
+            if (list == nullptr) {
+                list = &strings.emplace_back();
+                set_strings(state, list);
+            }
+            list->push_back(arena.add(argument->get<StringRef>(row).view())); // the batch dies
+            ++state.count;
+        });
+        return;
     case AggregateFunction::quantile_cont:
         for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
             AggState &state = state_at(rows[i], offset);
@@ -299,6 +323,20 @@ void merge_state(const AggregateInfo &aggregate, AggState &into, const AggState 
         const double n = na + nb;
         const double delta = b.mean - a.mean;
         set_moments(into, Moments{a.mean + delta * nb / n, a.m2 + b.m2 + delta * delta * na * nb / n});
+        into.count += from.count;
+        return;
+    }
+    case AggregateFunction::string_agg: {
+        StringList *from_list = get_strings(from);
+        if (from_list == nullptr) {
+            return;
+        }
+        StringList *into_list = get_strings(into);
+        if (into_list == nullptr) {
+            set_strings(into, from_list);
+        } else {
+            into_list->insert(into_list->end(), from_list->begin(), from_list->end());
+        }
         into.count += from.count;
         return;
     }
@@ -391,6 +429,24 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
         out.mutable_data<double>()[out_row] = root ? std::sqrt(variance) : variance;
         return true;
     }
+    case AggregateFunction::string_agg: {
+        StringList *list = get_strings(state);
+        if (list == nullptr || list->empty()) {
+            out.set_null(out_row);
+            return true;
+        }
+        if (aggregate.order != 0) {
+            std::sort(list->begin(), list->end(), [&](const StringRef &a, const StringRef &b) {
+                return aggregate.order > 0 ? a < b : b < a;
+            });
+        }
+        std::string joined;
+        for (std::size_t k = 0; k < list->size(); ++k) {
+            joined.append(k == 0 ? "" : aggregate.separator).append((*list)[k].view());
+        }
+        out.mutable_data<StringRef>()[out_row] = out.heap().add(joined);
+        return true;
+    }
     case AggregateFunction::quantile_cont: {
         ValueList *list = get_list(state);
         if (list == nullptr || list->empty()) {
@@ -437,6 +493,8 @@ public:
             info.offset = offset;
             info.name = spec.name;
             info.fraction = spec.fraction;
+            info.separator = spec.separator;
+            info.order = spec.order;
             offset += sizeof(AggState);
             if (spec.function == AggregateFunction::count_distinct ||
                 spec.function == AggregateFunction::sum_distinct ||
@@ -533,7 +591,7 @@ public:
                 insert_distinct(state, a, *batch, count);
             } else {
                 update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count, state.arena,
-                       state.lists);
+                       state.lists, state.strings);
             }
         }
         // The evaluated vectors may view the batch, which dies now.
@@ -679,6 +737,7 @@ private:
         std::unique_ptr<std::byte[]> scalar;         // scalar aggregation: the one state row
         StringHeap arena;                            // copied key strings and MIN/MAX strings
         std::deque<ValueList> lists;                 // quantile_cont values of the groups it started
+        std::deque<StringList> strings;              // string_agg values of the groups it started
         // scratch of the consume tasks
         std::vector<Vector> keys;
         std::vector<ColumnData> key_data;

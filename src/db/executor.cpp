@@ -7,6 +7,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -207,13 +208,11 @@ void describe_plan(const PlanNode &node, const ExecutionOptions &options, int de
     }
 }
 
-std::string csv_field(const Value &value) {
-    if (value.null) {
-        return {};
-    }
-    std::string text = value.to_string();
-    if (text.find_first_of(",\"\r\n") == std::string::npos) {
-        return text;
+/// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled; `force` quotes
+/// any field (the empty string, and text equal to the NULL text, so both differ from NULL).
+std::string csv_text(std::string_view text, bool force) {
+    if (!force && text.find_first_of(",\"\r\n") == std::string_view::npos) {
+        return std::string(text);
     }
     std::string quoted = "\"";
     for (const char c : text) {
@@ -226,17 +225,25 @@ std::string csv_field(const Value &value) {
     return quoted;
 }
 
+std::string csv_field(const Value &value, std::string_view null_text) {
+    if (value.null) {
+        return std::string(null_text);
+    }
+    const std::string text = value.to_string();
+    return csv_text(text, value.type.id == TypeId::varchar && (text.empty() || text == null_text));
+}
+
 } // namespace
 
-std::string QueryResult::to_csv() const {
+std::string QueryResult::to_csv(std::string_view null_text) const {
     std::string text;
     for (std::size_t c = 0; c < columns.size(); ++c) {
-        text.append(c > 0 ? "," : "").append(columns[c].name);
+        text.append(c > 0 ? "," : "").append(csv_text(columns[c].name, columns[c].name.empty()));
     }
     text.push_back('\n');
     for (const auto &row : rows) {
         for (std::size_t c = 0; c < row.size(); ++c) {
-            text.append(c > 0 ? "," : "").append(csv_field(row[c]));
+            text.append(c > 0 ? "," : "").append(csv_field(row[c], null_text));
         }
         text.push_back('\n');
     }

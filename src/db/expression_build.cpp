@@ -4,6 +4,8 @@
 #include "expression_internal.h"
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -303,6 +305,26 @@ Type common_type(const Type &a, const Type &b, const char *what) {
 
 namespace {
 ExprPtr typed_arithmetic(ArithmeticOp op, const ExprPtr &left, const ExprPtr &right);
+
+/// The type CASE and COALESCE combine their operands into (DuckDB's rule): common_type, except
+/// that DECIMALs whose integer digits plus largest scale exceed 38 digits give up scale digits,
+/// since a value must not lose integer digits: COALESCE(DECIMAL(18,4), DECIMAL(38,0)) is
+/// DECIMAL(38,0). Comparisons keep common_type, which compares such decimals exactly.
+Type combined_type(const Type &a, const Type &b) {
+    if (a.id == TypeId::decimal || b.id == TypeId::decimal) {
+        if (is_exact(a) && is_exact(b)) {
+            const Type da = as_decimal(a);
+            const Type db = as_decimal(b);
+            const int digits = std::max(da.precision - da.scale, db.precision - db.scale);
+            int scale = std::max(da.scale, db.scale);
+            if (digits + scale > decimal::max_precision) {
+                scale = decimal::max_precision - digits;
+            }
+            return Type::decimal(static_cast<std::uint8_t>(digits + scale), static_cast<std::uint8_t>(scale));
+        }
+    }
+    return common_type(a, b, "combine");
+}
 } // namespace
 
 ExprPtr arithmetic(ArithmeticOp op, ExprPtr left, ExprPtr right) {
@@ -409,7 +431,11 @@ ExprPtr typed_arithmetic(ArithmeticOp op, const ExprPtr &left, const ExprPtr &ri
             right, check);
     }
     case ArithmeticOp::modulo: {
-        const Type type = common_type(dl, dr, "combine");
+        // DuckDB: DECIMAL % DECIMAL needing more than 38 digits is computed in DOUBLE.
+        const int digits = std::max(dl.precision - dl.scale, dr.precision - dr.scale);
+        const Type type = digits + std::max(dl.scale, dr.scale) > decimal::max_precision
+                              ? Type::float64()
+                              : common_type(dl, dr, "combine");
         return make_arithmetic(op, type, coerce(left, type), coerce(right, type), false);
     }
     case ArithmeticOp::divide:
@@ -633,7 +659,7 @@ ExprPtr case_when(std::vector<std::pair<ExprPtr, ExprPtr>> branches, ExprPtr oth
     auto widen = [&](const ExprPtr &result) {
         require(result);
         if (!is_null_constant(result)) {
-            type = type.has_value() ? common_type(*type, result->type(), "combine") : result->type();
+            type = type.has_value() ? combined_type(*type, result->type()) : result->type();
         }
     };
     for (auto &[condition, result] : branches) {
@@ -691,7 +717,7 @@ ExprPtr coalesce(std::vector<ExprPtr> operands) {
     for (const ExprPtr &operand : operands) {
         require(operand);
         if (!is_null_constant(operand)) {
-            type = type.has_value() ? common_type(*type, operand->type(), "combine") : operand->type();
+            type = type.has_value() ? combined_type(*type, operand->type()) : operand->type();
         }
     }
     if (!type.has_value()) {
@@ -745,8 +771,246 @@ ExprPtr extract(DatePart part, ExprPtr operand) {
     if (operand->type().id != TypeId::date) {
         type_error("EXTRACT needs a DATE, not ", operand->type());
     }
-    auto node = ExprFactory::make(ExprKind::extract, Type::bigint());
+    const bool fractional = part == DatePart::epoch || part == DatePart::julian;
+    auto node = ExprFactory::make(ExprKind::extract, fractional ? Type::float64() : Type::bigint());
     ExprFactory::set_children(*node, {std::move(operand)});
+    ExprFactory::set_date_part(*node, part);
+    return fold(std::move(node));
+}
+
+namespace {
+
+/// A constant VARCHAR argument's text (round's digits, patterns, formats); TypeError otherwise.
+std::string constant_text(const ExprPtr &e, const char *what) {
+    if (e->kind() != ExprKind::constant || e->value().null || e->type().id != TypeId::varchar) {
+        throw TypeError(std::string(what) + " must be a string constant");
+    }
+    return e->value().str;
+}
+
+/// strftime's specifiers that TunaDB prints (DuckDB's for dates; the time ones print midnight).
+bool valid_strftime_format(std::string_view format) noexcept {
+    for (std::size_t i = 0; i < format.size(); ++i) {
+        if (format[i] != '%') {
+            continue;
+        }
+        if (++i == format.size()) {
+            return false;
+        }
+        if (format[i] == '-' && i + 1 < format.size()) {
+            ++i; // %-d, %-m, ...: without padding
+            if (std::string_view("dmjHIMSy").find(format[i]) == std::string_view::npos) {
+                return false;
+            }
+            continue;
+        }
+        if (std::string_view("aAbBdHIjmMpSuUVwWyYG%").find(format[i]) == std::string_view::npos) {
+            return false;
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+ExprPtr function(Function which, std::vector<ExprPtr> arguments) {
+    for (const ExprPtr &argument : arguments) {
+        require(argument);
+    }
+    const std::string name = name_of(which);
+    const auto arity = [&](std::size_t low, std::size_t high) {
+        if (arguments.size() < low || arguments.size() > high) {
+            std::string text = name + "() takes ";
+            text.append(low == high
+                            ? std::to_string(low)
+                            : std::to_string(low) + (high > 64 ? " or more" : " to " + std::to_string(high)));
+            throw TypeError(text.append(low == 1 && high == 1 ? " argument" : " arguments"));
+        }
+    };
+    const auto strings = [&](std::size_t from) {
+        for (std::size_t i = from; i < arguments.size(); ++i) {
+            arguments[i] = adapt_null(arguments[i], Type::varchar());
+            if (arguments[i]->type().id != TypeId::varchar) {
+                type_error((name + "() needs VARCHAR arguments, not ").c_str(), arguments[i]->type());
+            }
+        }
+    };
+    const auto numeric = [&](std::size_t i) {
+        arguments[i] = adapt_null(arguments[i], Type::integer());
+        if (!arguments[i]->type().is_numeric()) {
+            type_error((name + "() needs a number, not ").c_str(), arguments[i]->type());
+        }
+    };
+    const auto doubles = [&]() {
+        for (std::size_t i = 0; i < arguments.size(); ++i) {
+            numeric(i);
+            arguments[i] = coerce(arguments[i], Type::float64());
+        }
+    };
+    const auto date_argument = [&](std::size_t i) {
+        arguments[i] = adapt_null(arguments[i], Type::date());
+        if (arguments[i]->type().id != TypeId::date) {
+            type_error((name + "() needs a DATE, not ").c_str(), arguments[i]->type());
+        }
+    };
+    constexpr std::size_t many = 1000;
+    Type result = Type::varchar();
+    std::shared_ptr<Expr> node;
+    std::int64_t digits = 0;
+    DatePart part = DatePart::year;
+    std::shared_ptr<const detail::CompiledRegex> regex;
+    switch (which) {
+    case Function::upper:
+    case Function::lower:
+        arity(1, 1);
+        strings(0);
+        break;
+    case Function::length:
+        arity(1, 1);
+        strings(0);
+        result = Type::bigint();
+        break;
+    case Function::trim:
+    case Function::ltrim:
+    case Function::rtrim:
+        arity(1, 2);
+        strings(0);
+        break;
+    case Function::replace:
+        arity(3, 3);
+        strings(0);
+        break;
+    case Function::concat:
+    case Function::concat_strict:
+        arity(which == Function::concat ? 1 : 2, which == Function::concat ? many : 2);
+        for (ExprPtr &argument : arguments) {
+            argument = coerce(argument, Type::varchar());
+        }
+        break;
+    case Function::starts_with:
+        arity(2, 2);
+        strings(0);
+        result = Type::boolean();
+        break;
+    case Function::regexp_matches: {
+        arity(2, 3);
+        strings(0);
+        const std::string pattern = constant_text(arguments[1], "the pattern of regexp_matches()");
+        const std::string options =
+            arguments.size() > 2 ? constant_text(arguments[2], "the options of regexp_matches()") : "";
+        regex = detail::CompiledRegex::compile(pattern, options);
+        arguments.resize(1);
+        result = Type::boolean();
+        break;
+    }
+    case Function::abs:
+        arity(1, 1);
+        numeric(0);
+        result = arguments[0]->type();
+        break;
+    case Function::ceil:
+    case Function::floor:
+        arity(1, 1);
+        numeric(0);
+        if (arguments[0]->type().id == TypeId::decimal) {
+            result = Type::decimal(arguments[0]->type().precision, 0);
+        } else {
+            arguments[0] = coerce(arguments[0], Type::float64());
+            result = Type::float64();
+        }
+        break;
+    case Function::round: {
+        arity(1, 2);
+        numeric(0);
+        if (arguments.size() == 2) {
+            const ExprPtr &n = arguments[1];
+            if (n->kind() != ExprKind::constant || n->value().null ||
+                (n->type().id != TypeId::integer && n->type().id != TypeId::bigint)) {
+                throw TypeError("the digits of round() must be an integer constant");
+            }
+            digits = n->value().i64;
+            arguments.resize(1);
+        }
+        const Type input = arguments[0]->type();
+        if (input.id == TypeId::decimal) {
+            const auto scale = static_cast<std::uint8_t>(std::clamp<std::int64_t>(digits, 0, input.scale));
+            result = Type::decimal(input.precision, scale);
+        } else {
+            result = input;
+        }
+        break;
+    }
+    case Function::sqrt:
+    case Function::ln:
+    case Function::exp:
+        arity(1, 1);
+        doubles();
+        result = Type::float64();
+        break;
+    case Function::power:
+        arity(2, 2);
+        doubles();
+        result = Type::float64();
+        break;
+    case Function::greatest:
+    case Function::least: {
+        arity(1, many);
+        std::optional<Type> type;
+        for (const ExprPtr &argument : arguments) {
+            if (!is_null_constant(argument)) {
+                type = type.has_value() ? combined_type(*type, argument->type()) : argument->type();
+            }
+        }
+        result = type.value_or(Type::integer());
+        for (ExprPtr &argument : arguments) {
+            argument = coerce(argument, result);
+        }
+        break;
+    }
+    case Function::distinct_from:
+    case Function::not_distinct_from: {
+        arity(2, 2);
+        adapt_nulls(arguments[0], arguments[1]);
+        if (is_null_constant(arguments[0]) && is_null_constant(arguments[1])) {
+            return constant(Value::boolean(which == Function::not_distinct_from));
+        }
+        const Type type = common_type(arguments[0]->type(), arguments[1]->type(), "compare");
+        arguments[0] = coerce(arguments[0], type);
+        arguments[1] = coerce(arguments[1], type);
+        result = Type::boolean();
+        break;
+    }
+    case Function::date_trunc: {
+        arity(2, 2);
+        const std::string text = constant_text(arguments[0], "the part of date_trunc()");
+        const auto parsed = parse_date_part(text);
+        static constexpr DatePart truncatable[] = {
+            DatePart::year,   DatePart::quarter,     DatePart::month,      DatePart::week, DatePart::day,
+            DatePart::decade, DatePart::century,     DatePart::millennium, DatePart::hour, DatePart::minute,
+            DatePart::second, DatePart::millisecond, DatePart::microsecond};
+        if (!parsed.has_value() ||
+            std::find(std::begin(truncatable), std::end(truncatable), *parsed) == std::end(truncatable)) {
+            throw TypeError("date_trunc() cannot truncate to \"" + text + "\"");
+        }
+        part = *parsed;
+        date_argument(1);
+        arguments.erase(arguments.begin());
+        result = Type::date();
+        break;
+    }
+    case Function::strftime: {
+        arity(2, 2);
+        date_argument(0);
+        const std::string format = constant_text(arguments[1], "the format of strftime()");
+        if (!valid_strftime_format(format)) {
+            throw TypeError("strftime() does not understand the format \"" + format + "\"");
+        }
+        break;
+    }
+    }
+    node = ExprFactory::make(ExprKind::function, result);
+    ExprFactory::set_children(*node, std::move(arguments));
+    ExprFactory::set_function(*node, which, digits, std::move(regex));
     ExprFactory::set_date_part(*node, part);
     return fold(std::move(node));
 }
@@ -950,8 +1214,10 @@ void print(const Expr &e, std::ostringstream &out) {
         out << " AS " << e.type().to_string() << ')';
         break;
     case ExprKind::extract: {
-        static constexpr const char *parts[] = {"YEAR", "MONTH", "DAY"};
-        out << "EXTRACT(" << parts[static_cast<int>(e.date_part())] << " FROM ";
+        std::string part = name_of(e.date_part());
+        std::transform(part.begin(), part.end(), part.begin(),
+                       [](char c) { return static_cast<char>(std::toupper(static_cast<unsigned char>(c))); });
+        out << "EXTRACT(" << part << " FROM ";
         print(*children[0], out);
         out << ')';
         break;
@@ -969,6 +1235,38 @@ void print(const Expr &e, std::ostringstream &out) {
     case ExprKind::coalesce:
         out << "COALESCE(";
         list(0, ", ");
+        out << ')';
+        break;
+    case ExprKind::function:
+        if (e.function() == Function::concat_strict) {
+            out << '(';
+            list(0, " || ");
+            out << ')';
+            break;
+        }
+        if (e.function() == Function::distinct_from || e.function() == Function::not_distinct_from) {
+            out << '(';
+            print(*children[0], out);
+            out << (e.function() == Function::distinct_from ? " IS DISTINCT FROM "
+                                                            : " IS NOT DISTINCT FROM ");
+            print(*children[1], out);
+            out << ')';
+            break;
+        }
+        out << name_of(e.function()) << '(';
+        if (e.function() == Function::date_trunc) {
+            out << quoted(name_of(e.date_part())) << ", ";
+        }
+        list(0, ", ");
+        if (e.function() == Function::round) {
+            out << ", " << e.digits();
+        }
+        if (e.function() == Function::regexp_matches) {
+            out << ", " << quoted(e.regex()->pattern);
+            if (!e.regex()->options.empty()) {
+                out << ", " << quoted(e.regex()->options);
+            }
+        }
         out << ')';
         break;
     }

@@ -7,8 +7,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 namespace mx::db::detail {
 
@@ -133,7 +135,17 @@ bool parse_double(std::string_view text, double &out) noexcept {
         return false;
     }
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-    return error == std::errc{} && end == text.data() + text.size();
+    if (end != text.data() + text.size()) {
+        return false;
+    }
+    if (error == std::errc::result_out_of_range) {
+        // Beyond DOUBLE's range: infinity, or zero below the smallest subnormal, as in DuckDB
+        // ('1e400' is inf). strtod rounds such texts that way; from_chars has checked the syntax.
+        const std::string copy(text);
+        out = std::strtod(copy.c_str(), nullptr);
+        return true;
+    }
+    return error == std::errc{};
 }
 
 bool equals_lower(std::string_view text, std::string_view lower) noexcept {
@@ -256,12 +268,15 @@ bool cast_from_exact(Context &ctx, Rows rows, const Operand &o, const Type &from
         const std::uint8_t to_scale = to.id == TypeId::decimal ? to.scale : 0;
         if (to_scale >= from_scale) {
             const Int128 factor = decimal::pow10(static_cast<std::uint8_t>(to_scale - from_scale));
-            const Int128 limit = target.high / factor; // |v| above this cannot be scaled up
+            // Values beyond these cannot be scaled up; the range is asymmetric (the minimum of
+            // INTEGER and BIGINT is one further from zero than the maximum).
+            const Int128 high = target.high / factor;
+            const Int128 low = target.low / factor;
             return convert_rows(
                 ctx, rows, o,
                 [&](std::uint32_t i) {
                     const Int128 v = get(i);
-                    return v <= limit && v >= -limit && target.store(i, v * factor);
+                    return v <= high && v >= low && target.store(i, v * factor);
                 },
                 describe);
         }
@@ -556,13 +571,17 @@ bool ExprEvaluator::eval_cast(const Expr &e, Context &ctx, Rows rows, Vector &ou
 bool ExprEvaluator::eval_extract(const Expr &e, Context &ctx, Rows rows, Vector &out) {
     return with_input(e, ctx, rows, out, [&](Operand &o) {
         set_nulls(out, rows, o.nulls, nullptr);
-        std::int64_t *result = out.mutable_data<std::int64_t>();
         const DatePart part = e.date_part();
+        if (e.type().id == TypeId::float64) {
+            double *result = out.mutable_data<double>();
+            return convert_dates(ctx, rows, o, [&](std::uint32_t i, std::int64_t days) {
+                result[i] = extract_fractional(part, days);
+                return true;
+            });
+        }
+        std::int64_t *result = out.mutable_data<std::int64_t>();
         return convert_dates(ctx, rows, o, [&](std::uint32_t i, std::int64_t days) {
-            const date::Civil civil = date::to_civil(days);
-            result[i] = part == DatePart::year
-                            ? civil.year
-                            : std::int64_t{part == DatePart::month ? civil.month : civil.day};
+            result[i] = extract_part(part, days);
             return true;
         });
     });

@@ -689,6 +689,8 @@ bool ExprEvaluator::eval_into(const Expr &e, Context &ctx, Rows rows, Vector &ou
         return eval_add_interval(e, ctx, rows, out);
     case ExprKind::coalesce:
         return eval_coalesce(e, ctx, rows, out);
+    case ExprKind::function:
+        return eval_function(e, ctx, rows, out);
     }
     return ctx.fail("unknown expression kind");
 }

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -35,6 +36,22 @@ struct LikeMatcher {
     [[nodiscard]] bool match(std::string_view text) const noexcept;
 };
 
+/// A regexp_matches pattern compiled once at bind time (ECMAScript syntax). std::regex_search
+/// only reads the compiled regex, so any number of tasks may match with it at once.
+struct CompiledRegex {
+    std::regex regex;
+    std::string pattern; // as written, for EXPLAIN
+    std::string options;
+
+    /// Options: 'i' case-insensitive, 'c' case-sensitive (the default); TypeError for a bad
+    /// pattern or option.
+    static std::shared_ptr<const CompiledRegex> compile(const std::string &pattern, std::string_view options);
+};
+
+/// EXTRACT(part FROM days) of a valid date, as BIGINT (epoch and julian: see extract_fractional).
+[[nodiscard]] std::int64_t extract_part(DatePart part, std::int64_t days) noexcept;
+[[nodiscard]] double extract_fractional(DatePart part, std::int64_t days) noexcept;
+
 /// Builds nodes; the only code that writes Expr's private fields.
 struct ExprFactory {
     static std::shared_ptr<Expr> make(ExprKind kind, Type type);
@@ -51,6 +68,12 @@ struct ExprFactory {
     static void set_compare(Expr &node, CompareOp op) noexcept { node._compare_op = op; }
     static void set_negated(Expr &node, bool negated) noexcept { node._negated = negated; }
     static void set_date_part(Expr &node, DatePart part) noexcept { node._date_part = part; }
+    static void set_function(Expr &node, Function function, std::int64_t digits,
+                             std::shared_ptr<const CompiledRegex> regex) noexcept {
+        node._function = function;
+        node._digits = digits;
+        node._regex = std::move(regex);
+    }
     static void set_interval(Expr &node, Interval interval) noexcept { node._interval = interval; }
     static void set_like(Expr &node, std::string pattern, std::optional<char> escape);
     static void set_list(Expr &node, std::vector<Value> list);
@@ -169,6 +192,7 @@ struct ExprEvaluator {
     static bool eval_extract(const Expr &e, Context &ctx, Rows rows, Vector &out);
     static bool eval_substring(const Expr &e, Context &ctx, Rows rows, Vector &out);
     static bool eval_add_interval(const Expr &e, Context &ctx, Rows rows, Vector &out);
+    static bool eval_function(const Expr &e, Context &ctx, Rows rows, Vector &out);
 };
 
 // Helpers shared by the kernel files.

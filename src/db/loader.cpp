@@ -96,6 +96,48 @@ char default_delimiter(std::string_view path) noexcept {
     return ends_with(file, ".tbl") || file.find(".tbl.") != std::string_view::npos ? '|' : ',';
 }
 
+/// The byte offset of the first byte that is not part of a well-formed UTF-8 sequence (truncated,
+/// overlong, a surrogate, above U+10FFFF, a stray continuation byte), or npos when `text` is
+/// valid UTF-8.
+std::size_t invalid_utf8_at(std::string_view text) noexcept {
+    std::size_t i = 0;
+    const std::size_t n = text.size();
+    while (i < n) {
+        const auto b0 = static_cast<unsigned char>(text[i]);
+        if (b0 < 0x80U) {
+            ++i;
+            continue;
+        }
+        std::size_t length = 0;
+        unsigned char low = 0x80U; // bounds of the second byte (excludes overlongs and surrogates)
+        unsigned char high = 0xBFU;
+        if (b0 >= 0xC2U && b0 <= 0xDFU) {
+            length = 2;
+        } else if (b0 >= 0xE0U && b0 <= 0xEFU) {
+            length = 3;
+            low = b0 == 0xE0U ? 0xA0U : 0x80U;
+            high = b0 == 0xEDU ? 0x9FU : 0xBFU;
+        } else if (b0 >= 0xF0U && b0 <= 0xF4U) {
+            length = 4;
+            low = b0 == 0xF0U ? 0x90U : 0x80U;
+            high = b0 == 0xF4U ? 0x8FU : 0xBFU;
+        } else {
+            return i;
+        }
+        if (i + length > n) {
+            return i;
+        }
+        for (std::size_t k = 1; k < length; ++k) {
+            const auto b = static_cast<unsigned char>(text[i + k]);
+            if (k == 1 ? (b < low || b > high) : (b < 0x80U || b > 0xBFU)) {
+                return i;
+            }
+        }
+        i += length;
+    }
+    return std::string_view::npos;
+}
+
 std::string quoted_excerpt(std::string_view text) {
     constexpr std::size_t limit = 40;
     std::string out = "\"";
@@ -498,6 +540,18 @@ private:
             return true;
         }
         case TypeId::varchar:
+            if (const std::size_t bad = invalid_utf8_at(text); bad != std::string_view::npos) {
+                // The raw bytes are not shown: they would make the message invalid UTF-8 too.
+                char byte[8];
+                std::snprintf(byte, sizeof(byte), "0x%02X",
+                              static_cast<unsigned>(static_cast<unsigned char>(text[bad])));
+                return type_error(c, line, field,
+                                  std::string("invalid UTF-8 in a VARCHAR value (byte ")
+                                      .append(byte)
+                                      .append(" at byte ")
+                                      .append(std::to_string(bad + 1))
+                                      .append(" of the field)"));
+            }
             if (type.length != 0 && text.size() > type.length) {
                 const std::size_t characters = detail::utf8_length(text);
                 if (characters > type.length) {

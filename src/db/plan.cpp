@@ -248,11 +248,19 @@ PlanPtr aggregate(PlanPtr child, std::vector<ExprPtr> groups, std::vector<std::s
                 spec.function == AggregateFunction::count_star ? std::string("count_star()") : std::string();
             if (spec.name.empty()) {
                 spec.name = std::string(spec.function == AggregateFunction::count_distinct ? "count(DISTINCT "
+                                        : spec.function == AggregateFunction::sum_distinct ? "sum(DISTINCT "
+                                        : spec.function == AggregateFunction::avg_distinct ? "avg(DISTINCT "
                                         : spec.function == AggregateFunction::count        ? "count("
                                         : spec.function == AggregateFunction::sum          ? "sum("
                                         : spec.function == AggregateFunction::avg          ? "avg("
                                         : spec.function == AggregateFunction::min          ? "min("
-                                                                                           : "max(")
+                                        : spec.function == AggregateFunction::var_samp     ? "var_samp("
+                                        : spec.function == AggregateFunction::var_pop      ? "var_pop("
+                                        : spec.function == AggregateFunction::stddev_samp  ? "stddev_samp("
+                                        : spec.function == AggregateFunction::stddev_pop   ? "stddev_pop("
+                                        : spec.function == AggregateFunction::quantile_cont ? "quantile_cont("
+                                        : spec.function == AggregateFunction::string_agg    ? "string_agg("
+                                                                                            : "max(")
                                 .append(expression_name(*spec.argument, child->output))
                                 .append(")");
             }
@@ -375,6 +383,7 @@ Type aggregate_type(AggregateFunction function, const Type &argument) {
     case AggregateFunction::count_distinct:
         return Type::bigint();
     case AggregateFunction::sum:
+    case AggregateFunction::sum_distinct:
         switch (argument.id) {
         case TypeId::decimal:
             return Type::decimal(decimal::max_precision, argument.scale);
@@ -388,7 +397,23 @@ Type aggregate_type(AggregateFunction function, const Type &argument) {
             throw std::invalid_argument(
                 std::string("sum() is not defined for ").append(argument.to_string()));
         }
+    case AggregateFunction::var_samp:
+    case AggregateFunction::var_pop:
+    case AggregateFunction::stddev_samp:
+    case AggregateFunction::stddev_pop:
+    case AggregateFunction::quantile_cont:
+        if (argument.id != TypeId::float64) {
+            throw std::invalid_argument(
+                std::string(aggregate_function_name(function)).append("() needs a DOUBLE argument"));
+        }
+        return Type::float64();
+    case AggregateFunction::string_agg:
+        if (argument.id != TypeId::varchar) {
+            throw std::invalid_argument("string_agg() needs a VARCHAR argument");
+        }
+        return Type::varchar();
     case AggregateFunction::avg:
+    case AggregateFunction::avg_distinct:
         if (!argument.is_numeric()) {
             throw std::invalid_argument(
                 std::string("avg() is not defined for ").append(argument.to_string()));
@@ -435,6 +460,22 @@ const char *aggregate_function_name(AggregateFunction function) noexcept {
         return "max";
     case AggregateFunction::count_distinct:
         return "count_distinct";
+    case AggregateFunction::sum_distinct:
+        return "sum_distinct";
+    case AggregateFunction::avg_distinct:
+        return "avg_distinct";
+    case AggregateFunction::var_samp:
+        return "var_samp";
+    case AggregateFunction::var_pop:
+        return "var_pop";
+    case AggregateFunction::stddev_samp:
+        return "stddev_samp";
+    case AggregateFunction::stddev_pop:
+        return "stddev_pop";
+    case AggregateFunction::quantile_cont:
+        return "quantile_cont";
+    case AggregateFunction::string_agg:
+        return "string_agg";
     }
     return "?";
 }

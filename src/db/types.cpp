@@ -230,25 +230,39 @@ std::optional<std::int64_t> parse(std::string_view text) noexcept {
     while (!text.empty() && text.back() == ' ') {
         text.remove_suffix(1);
     }
-    const auto first = text.find('-', 1);
-    const auto second = first == std::string_view::npos ? first : text.find('-', first + 1);
-    if (second == std::string_view::npos) {
-        return std::nullopt;
-    }
-    auto number = [](std::string_view part, std::int64_t &out) {
-        if (part.empty() || part.size() > 6) {
-            return false;
+    // [-]Y...Y<sep>M[M]<sep>D[D] with one separator, '-', '/' or ' ', used twice (DuckDB's
+    // forms); a leading '-' is a year before year 1 (astronomical numbering, year 0 = 1 BC).
+    std::size_t i = 0;
+    auto number = [&](std::size_t max_digits, std::int64_t &out) {
+        const std::size_t begin = i;
+        out = 0;
+        while (i < text.size() && i - begin < max_digits && text[i] >= '0' && text[i] <= '9') {
+            out = out * 10 + (text[i] - '0');
+            ++i;
         }
-        const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), out);
-        return error == std::errc{} && end == part.data() + part.size();
+        return i > begin && (i == text.size() || text[i] < '0' || text[i] > '9');
     };
+    const bool negative = !text.empty() && text.front() == '-';
+    i = negative ? 1 : 0;
     std::int64_t year = 0;
     std::int64_t month = 0;
     std::int64_t day = 0;
-    if (!number(text.substr(0, first), year) || !number(text.substr(first + 1, second - first - 1), month) ||
-        !number(text.substr(second + 1), day)) {
+    if (!number(6, year) || i >= text.size()) {
         return std::nullopt;
     }
+    const char separator = text[i];
+    if (separator != '-' && separator != '/' && separator != ' ') {
+        return std::nullopt;
+    }
+    ++i;
+    if (!number(2, month) || i >= text.size() || text[i] != separator) {
+        return std::nullopt;
+    }
+    ++i;
+    if (!number(2, day) || i != text.size()) {
+        return std::nullopt;
+    }
+    year = negative ? -year : year;
     if (month < 1 || month > 12 || day < 1 ||
         day > static_cast<std::int64_t>(days_in_month(year, static_cast<unsigned>(month)))) {
         return std::nullopt;
@@ -259,7 +273,9 @@ std::optional<std::int64_t> parse(std::string_view text) noexcept {
 std::string format(std::int64_t days) {
     const Civil c = to_civil(days);
     char buffer[32];
-    std::snprintf(buffer, sizeof(buffer), "%04lld-%02u-%02u", static_cast<long long>(c.year), c.month, c.day);
+    // ISO 8601 expanded years: at least four digits after the sign, so it reads back (-0010-12-25).
+    std::snprintf(buffer, sizeof(buffer), "%s%04lld-%02u-%02u", c.year < 0 ? "-" : "",
+                  static_cast<long long>(c.year < 0 ? -c.year : c.year), c.month, c.day);
     return buffer;
 }
 

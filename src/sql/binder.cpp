@@ -385,7 +385,7 @@ LogicalPtr Binder::bind_join(const Json &body, Block &block) {
         context.block = nullptr; // no subqueries in ON
         context.clause = "JOIN condition";
         for (const Json *conjunct : split_and(quals, 0)) {
-            db::ExprPtr condition = bind_value(*conjunct, context);
+            db::ExprPtr condition = null_as_boolean(bind_value(*conjunct, context));
             if (condition->type().id != db::TypeId::boolean) {
                 fail("argument of JOIN/ON must be type BOOLEAN, not type " + condition->type().to_string(),
                      location_of(*conjunct));
@@ -530,7 +530,7 @@ void Binder::bind_where_conjunct(const Json &node, Block &block) {
         }
     }
     block.scope.outer_allowed = true;
-    db::ExprPtr condition = bind_value(node, context);
+    db::ExprPtr condition = null_as_boolean(bind_value(node, context));
     block.scope.outer_allowed = false;
     if (condition->type().id != db::TypeId::boolean) {
         fail("argument of WHERE must be type BOOLEAN, not type " + condition->type().to_string(),
@@ -905,7 +905,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
             context.clause = "HAVING";
             context.aggregates = &state;
             context.after_aggregate = true;
-            db::ExprPtr condition = bind_value(having, context);
+            db::ExprPtr condition = null_as_boolean(bind_value(having, context));
             if (condition->type().id != db::TypeId::boolean) {
                 fail("argument of HAVING must be type BOOLEAN, not type " + condition->type().to_string(),
                      location_of(having));

@@ -86,6 +86,16 @@ struct Bound {
     std::int64_t location{-1};
 };
 
+/// A NULL constant where a condition is expected (WHERE NULL, x > 5 AND NULL) is a BOOLEAN NULL,
+/// as in DuckDB and PostgreSQL: the untyped NULL literal is INTEGER elsewhere.
+inline db::ExprPtr null_as_boolean(db::ExprPtr condition) {
+    if (condition->kind() == db::ExprKind::constant && condition->value().null &&
+        condition->type().id != db::TypeId::boolean) {
+        return db::expr::null(db::Type::boolean());
+    }
+    return condition;
+}
+
 class Binder {
 public:
     /// `statement_location`: where errors without a place of their own point (the statement).

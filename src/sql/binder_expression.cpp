@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <limits>
 
 #include "binder.h"
@@ -14,7 +15,10 @@ namespace mx::sql::detail {
 namespace {
 
 bool is_aggregate_name(const std::string &name) {
-    return name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max";
+    return name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max" ||
+           name == "bool_and" || name == "bool_or" || name == "stddev" || name == "stddev_samp" ||
+           name == "stddev_pop" || name == "variance" || name == "var_samp" || name == "var_pop" ||
+           name == "median" || name == "quantile_cont" || name == "string_agg" || name == "group_concat";
 }
 
 /// The function name of a FuncCall without the pg_catalog qualifier, lower case.
@@ -630,24 +634,81 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
     if (context.aggregates == nullptr) {
         fail("aggregate functions are not allowed in " + std::string(context.clause), location);
     }
-    if (field(body, "agg_filter").is_object() || field(body, "agg_order").is_array() ||
-        bool_field(body, "agg_within_group")) {
-        fail("FILTER, WITHIN GROUP and ORDER BY in aggregates are not supported", location);
+    if (bool_field(body, "agg_within_group") ||
+        (field(body, "agg_order").is_array() && name != "string_agg" && name != "group_concat")) {
+        fail("WITHIN GROUP and ORDER BY in aggregates are not supported (except string_agg(x ORDER BY x))",
+             location);
     }
+    // FILTER (WHERE c): the aggregate sees CASE WHEN c THEN argument END, which is NULL (and so
+    // skipped) on the rows c does not accept; count(*) counts CASE WHEN c THEN 1 END.
+    db::ExprPtr filter;
+    if (const Json &filter_node = field(body, "agg_filter"); filter_node.is_object()) {
+        Context inner = context;
+        inner.aggregates = nullptr;
+        inner.after_aggregate = false;
+        inner.clause = "FILTER";
+        filter = null_as_boolean(bind_value(filter_node, inner));
+        if (filter->type().id != db::TypeId::boolean) {
+            fail("argument of FILTER must be type BOOLEAN, not type " + filter->type().to_string(),
+                 location_of(filter_node));
+        }
+    }
+    const auto filtered = [&](db::ExprPtr value) {
+        return filter == nullptr ? value : db::expr::case_when({{filter, std::move(value)}});
+    };
     const auto arguments = list_field(body, "args");
     const bool star = bool_field(body, "agg_star");
     const bool distinct = bool_field(body, "agg_distinct");
     db::AggregateFunction function{};
     db::ExprPtr argument;
+    double quantile = 0.5;
+    std::string separator = ",";
+    int order = 0;
     if (star) {
         if (name != "count") {
             fail(name + "(*) is not valid: only count(*) is", location);
         }
         function = db::AggregateFunction::count_star;
+        if (filter != nullptr) {
+            function = db::AggregateFunction::count;
+            argument = filtered(db::expr::constant(db::Value::integer(1)));
+        }
     } else {
-        if (arguments.size() != 1) {
+        double fraction = 0.5;
+        if (name == "quantile_cont") {
+            if (arguments.size() != 2) {
+                fail("quantile_cont takes a value and a constant fraction", location);
+            }
+            Context plain;
+            plain.clause = "the fraction of quantile_cont";
+            const db::ExprPtr value = bind_value(*arguments[1], plain);
+            if (value->kind() != db::ExprKind::constant || value->value().null ||
+                !value->type().is_numeric()) {
+                fail("the fraction of quantile_cont must be a numeric constant", location_of(*arguments[1]));
+            }
+            fraction = db::evaluate_constant(*db::expr::cast(value, db::Type::float64())).f64;
+            if (!(fraction >= 0.0 && fraction <= 1.0)) {
+                fail("the fraction of quantile_cont must be between 0 and 1", location_of(*arguments[1]));
+            }
+        } else if (name == "string_agg" || name == "group_concat") {
+            if (arguments.empty() || arguments.size() > 2) {
+                fail(name + " takes a value and an optional separator", location);
+            }
+            if (arguments.size() == 2) {
+                Context plain;
+                plain.clause = "the separator of string_agg";
+                const db::ExprPtr value = bind_value(*arguments[1], plain);
+                if (value->kind() != db::ExprKind::constant || value->value().null ||
+                    value->type().id != db::TypeId::varchar) {
+                    fail("the separator of " + name + " must be a string constant",
+                         location_of(*arguments[1]));
+                }
+                separator = value->value().str;
+            }
+        } else if (arguments.size() != 1) {
             fail("function " + name + " takes exactly one argument", location);
         }
+        quantile = fraction;
         Context inner = context;
         inner.aggregates = nullptr;
         inner.after_aggregate = false;
@@ -656,19 +717,70 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
         if (bound.interval.has_value()) {
             fail("aggregates of intervals are not supported", bound.location);
         }
-        argument = bound.expr;
+        argument = filtered(bound.expr);
         const db::Type type = argument->type();
         if (name == "count") {
             function = distinct ? db::AggregateFunction::count_distinct : db::AggregateFunction::count;
         } else {
-            if (distinct) {
-                fail(name + "(DISTINCT ...) is not supported (only count(DISTINCT ...) is)", location);
-            }
-            if (name == "sum" || name == "avg") {
+            // min, max, bool_and and bool_or give the same answer over the distinct values.
+            // stddev and variance are computed in DOUBLE from Welford's running moments.
+            if (name == "bool_and" || name == "bool_or") {
+                // Over BOOLEAN, false < true: bool_and is min, bool_or is max.
+                if (type.id != db::TypeId::boolean) {
+                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
+                }
+                function = name == "bool_and" ? db::AggregateFunction::min : db::AggregateFunction::max;
+            } else if (name == "string_agg" || name == "group_concat") {
+                if (distinct) {
+                    fail(name + "(DISTINCT ...) is not supported", location);
+                }
+                argument = db::expr::cast(argument, db::Type::varchar());
+                function = db::AggregateFunction::string_agg;
+                // ORDER BY: only the value itself, ascending or descending (sorted when the
+                // group is finished).
+                const auto keys = list_field(body, "agg_order");
+                if (keys.size() > 1) {
+                    fail(name + "(... ORDER BY ...) supports one key, the value itself", location);
+                }
+                if (keys.size() == 1) {
+                    const Json &sort_by = node_body(*keys[0]);
+                    Bound key = bind(field(sort_by, "node"), inner);
+                    if (key.interval.has_value() || !same_expression(*key.expr, *bound.expr)) {
+                        fail(name + "(... ORDER BY ...) supports only the aggregated value as the key",
+                             location_of(field(sort_by, "node")));
+                    }
+                    order = string_field(sort_by, "sortby_dir") == "SORTBY_DESC" ? -1 : 1;
+                }
+            } else if (name == "median" || name == "quantile_cont") {
+                // DuckDB: DOUBLE for integers and doubles; TunaDB computes DECIMALs in DOUBLE too.
                 if (!type.is_numeric()) {
                     fail("function " + name + "(" + type.to_string() + ") does not exist", location);
                 }
-                function = name == "sum" ? db::AggregateFunction::sum : db::AggregateFunction::avg;
+                if (distinct) {
+                    fail(name + "(DISTINCT ...) is not supported", location);
+                }
+                argument = db::expr::cast(argument, db::Type::float64());
+                function = db::AggregateFunction::quantile_cont;
+            } else if (name.starts_with("stddev") || name.starts_with("var")) {
+                if (!type.is_numeric()) {
+                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
+                }
+                if (distinct) {
+                    fail(name + "(DISTINCT ...) is not supported", location);
+                }
+                argument = db::expr::cast(argument, db::Type::float64());
+                function = name == "stddev" || name == "stddev_samp" ? db::AggregateFunction::stddev_samp
+                           : name == "stddev_pop"                    ? db::AggregateFunction::stddev_pop
+                           : name == "var_pop"                       ? db::AggregateFunction::var_pop
+                                                                     : db::AggregateFunction::var_samp;
+            } else if (name == "sum" || name == "avg") {
+                if (!type.is_numeric()) {
+                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
+                }
+                function =
+                    name == "sum"
+                        ? (distinct ? db::AggregateFunction::sum_distinct : db::AggregateFunction::sum)
+                        : (distinct ? db::AggregateFunction::avg_distinct : db::AggregateFunction::avg);
             } else {
                 function = name == "min" ? db::AggregateFunction::min : db::AggregateFunction::max;
             }
@@ -679,7 +791,8 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
         const bool same_argument = (existing.argument == nullptr && argument == nullptr) ||
                                    (existing.argument != nullptr && argument != nullptr &&
                                     same_expression(*existing.argument, *argument));
-        if (existing.function == function && same_argument) {
+        if (existing.function == function && same_argument && existing.fraction == quantile &&
+            existing.separator == separator && existing.order == order) {
             Bound result;
             result.expr = _columns.ref(existing.output);
             result.location = location;
@@ -699,7 +812,7 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
     std::string shown = name;
     shown.append(star ? "(*)" : "(").append(star ? "" : db::to_string(*argument)).append(star ? "" : ")");
     const ColumnId output = _columns.add(shown, type, !counts);
-    state.aggregates.push_back(LogicalAggregate{function, argument, output});
+    state.aggregates.push_back(LogicalAggregate{function, argument, output, quantile, separator, order});
     Bound result;
     result.expr = _columns.ref(output);
     result.location = location;
@@ -727,16 +840,17 @@ Bound Binder::bind_function(const Json &body, Context &context) {
             fail("EXTRACT needs a field name and a date", location);
         }
         const std::string part = lower(string_field(field(node_body(*arguments[0]), "sval"), "sval"));
-        db::DatePart date_part{};
-        if (part == "year") {
-            date_part = db::DatePart::year;
-        } else if (part == "month") {
-            date_part = db::DatePart::month;
-        } else if (part == "day") {
-            date_part = db::DatePart::day;
-        } else {
-            fail("EXTRACT(" + part + " ...) is not supported (year, month and day are)", location);
+        const auto parsed = db::parse_date_part(part);
+        if (!parsed.has_value() || *parsed == db::DatePart::era) {
+            fail("EXTRACT(" + part +
+                     " ...) is not supported (year, quarter, month, week, day, dow, isodow, doy, isoyear, "
+                     "yearweek, "
+                     "decade, century, millennium, hour, minute, second, millisecond, microsecond, epoch, "
+                     "julian "
+                     "are)",
+                 location);
         }
+        const db::DatePart date_part = *parsed;
         Bound operand = bind(*arguments[1], context);
         if (operand.interval.has_value()) {
             fail("EXTRACT from an interval is not supported", location);
@@ -778,6 +892,79 @@ Bound Binder::bind_function(const Json &body, Context &context) {
         }
         try {
             result.expr = db::expr::coalesce(std::move(operands));
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    static const std::pair<const char *, db::Function> scalar_functions[] = {
+        {"upper", db::Function::upper},
+        {"ucase", db::Function::upper},
+        {"lower", db::Function::lower},
+        {"lcase", db::Function::lower},
+        {"length", db::Function::length},
+        {"len", db::Function::length},
+        {"char_length", db::Function::length},
+        {"character_length", db::Function::length},
+        {"trim", db::Function::trim},
+        {"btrim", db::Function::trim},
+        {"ltrim", db::Function::ltrim},
+        {"rtrim", db::Function::rtrim},
+        {"replace", db::Function::replace},
+        {"concat", db::Function::concat},
+        {"starts_with", db::Function::starts_with},
+        {"regexp_matches", db::Function::regexp_matches},
+        {"abs", db::Function::abs},
+        {"ceil", db::Function::ceil},
+        {"ceiling", db::Function::ceil},
+        {"floor", db::Function::floor},
+        {"round", db::Function::round},
+        {"sqrt", db::Function::sqrt},
+        {"power", db::Function::power},
+        {"pow", db::Function::power},
+        {"ln", db::Function::ln},
+        {"exp", db::Function::exp},
+        {"greatest", db::Function::greatest},
+        {"least", db::Function::least},
+        {"date_trunc", db::Function::date_trunc},
+        {"datetrunc", db::Function::date_trunc},
+        {"strftime", db::Function::strftime},
+    };
+    for (const auto &[function_name_text, function] : scalar_functions) {
+        if (name != function_name_text) {
+            continue;
+        }
+        std::vector<db::ExprPtr> operands;
+        for (std::size_t i = 0; i < arguments.size(); ++i) {
+            Bound bound = bind(*arguments[i], context);
+            if (bound.interval.has_value()) {
+                fail("interval values are supported only in date arithmetic", location_of(*arguments[i]));
+            }
+            // A string literal where a date is expected is a date (date_trunc('month', '1992-02-09')).
+            const bool date_position = (function == db::Function::date_trunc && i == 1) ||
+                                       (function == db::Function::strftime && i == 0);
+            if (bound.string_literal && date_position) {
+                bound.expr = cast_literal(bound, db::Type::date());
+            }
+            operands.push_back(bound.expr);
+        }
+        try {
+            result.expr = db::expr::function(function, std::move(operands));
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    if (name == "nullif") {
+        if (arguments.size() != 2) {
+            fail("nullif() takes 2 arguments", location);
+        }
+        Bound left = bind(*arguments[0], context);
+        Bound right = bind(*arguments[1], context);
+        const db::ExprPtr value = left.expr;
+        db::ExprPtr equal = compare(db::CompareOp::equal, left, right, location);
+        try {
+            result.expr = db::expr::case_when({{equal, db::expr::null(value->type())}}, value);
         } catch (const db::TypeError &error) {
             fail(error.what(), location);
         }
@@ -937,7 +1124,8 @@ Bound Binder::bind_a_expr(const Json &body, Context &context) {
         }
         return result;
     }
-    if (kind == "AEXPR_LIKE") {
+    if (kind == "AEXPR_LIKE" || kind == "AEXPR_ILIKE") {
+        const bool insensitive = kind == "AEXPR_ILIKE";
         Bound operand = bind(field(body, "lexpr"), context);
         const Json &pattern_node = field(body, "rexpr");
         std::optional<char> escape;
@@ -971,7 +1159,16 @@ Bound Binder::bind_a_expr(const Json &body, Context &context) {
         Bound result;
         result.location = location;
         try {
-            result.expr = db::expr::like(operand.expr, pattern_value->value().str, op == "!~~", escape);
+            std::string pattern_text = pattern_value->value().str;
+            if (insensitive) {
+                // ILIKE: LIKE over both sides in lower case (DuckDB's lower()).
+                operand.expr = db::expr::function(db::Function::lower, {operand.expr});
+                pattern_text = db::expr::function(db::Function::lower,
+                                                  {db::expr::constant(db::Value::varchar(pattern_text))})
+                                   ->value()
+                                   .str;
+            }
+            result.expr = db::expr::like(operand.expr, pattern_text, op == "!~~" || op == "!~~*", escape);
         } catch (const db::TypeError &error) {
             fail(error.what(), location);
         }
@@ -1002,17 +1199,37 @@ Bound Binder::bind_a_expr(const Json &body, Context &context) {
         }
         return result;
     }
-    if (kind == "AEXPR_ILIKE") {
-        fail("ILIKE is not supported", location);
-    }
     if (kind == "AEXPR_SIMILAR") {
         fail("SIMILAR TO is not supported", location);
     }
-    if (kind == "AEXPR_DISTINCT" || kind == "AEXPR_NOT_DISTINCT") {
-        fail("IS [NOT] DISTINCT FROM is not supported", location);
-    }
-    if (kind == "AEXPR_NULLIF") {
-        fail("NULLIF is not supported", location);
+    if (kind == "AEXPR_DISTINCT" || kind == "AEXPR_NOT_DISTINCT" || kind == "AEXPR_NULLIF") {
+        Bound left = bind(field(body, "lexpr"), context);
+        Bound right = bind(field(body, "rexpr"), context);
+        if (left.interval || right.interval) {
+            fail("intervals cannot be compared", location);
+        }
+        Bound result;
+        result.location = location;
+        if (kind == "AEXPR_NULLIF") {
+            // NULLIF(a, b): CASE WHEN a = b THEN NULL ELSE a END.
+            const db::ExprPtr value = left.expr;
+            db::ExprPtr equal = compare(db::CompareOp::equal, left, right, location);
+            try {
+                result.expr = db::expr::case_when({{equal, db::expr::null(value->type())}}, value);
+            } catch (const db::TypeError &error) {
+                fail(error.what(), location);
+            }
+            return result;
+        }
+        coerce_literals(left, right);
+        try {
+            result.expr = db::expr::function(kind == "AEXPR_DISTINCT" ? db::Function::distinct_from
+                                                                      : db::Function::not_distinct_from,
+                                             {left.expr, right.expr});
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
     }
     if (kind == "AEXPR_OP_ANY" || kind == "AEXPR_OP_ALL") {
         fail("ANY/ALL with arrays are not supported", location);
@@ -1072,6 +1289,19 @@ Bound Binder::bind_operator(const std::string &op, const Json &body, Context &co
         if (op == symbol) {
             return arithmetic(arithmetic_op, std::move(left), std::move(right), location);
         }
+    }
+    if (op == "||") {
+        if (left.interval || right.interval) {
+            fail("intervals cannot be concatenated", location);
+        }
+        Bound result;
+        result.location = location;
+        try {
+            result.expr = db::expr::function(db::Function::concat_strict, {left.expr, right.expr});
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
     }
     fail("operator " + op + " is not supported", location);
 }
@@ -1144,7 +1374,7 @@ Bound Binder::bind(const Json &node, Context &context) {
             if (operand.string_literal) {
                 operand.expr = cast_literal(operand, db::Type::boolean());
             }
-            operands.push_back(operand.expr);
+            operands.push_back(null_as_boolean(operand.expr));
         }
         Bound result;
         result.location = int_field(body, "location", -1);
@@ -1197,6 +1427,22 @@ Bound Binder::bind(const Json &node, Context &context) {
     if (kind == "TypeCast") {
         return bind_type_cast(body, context);
     }
+    if (kind == "MinMaxExpr") { // GREATEST(...) and LEAST(...)
+        std::vector<db::ExprPtr> operands;
+        for (const Json *argument : list_field(body, "args")) {
+            operands.push_back(bind_value(*argument, context));
+        }
+        Bound result;
+        result.location = int_field(body, "location", -1);
+        try {
+            result.expr = db::expr::function(
+                string_field(body, "op") == "IS_GREATEST" ? db::Function::greatest : db::Function::least,
+                std::move(operands));
+        } catch (const db::TypeError &error) {
+            fail(error.what(), result.location);
+        }
+        return result;
+    }
     if (kind == "FuncCall") {
         return bind_function(body, context);
     }
@@ -1207,7 +1453,20 @@ Bound Binder::bind(const Json &node, Context &context) {
         fail("parameters ($n) are not supported", int_field(body, "location", -1));
     }
     if (kind == "SQLValueFunction") {
-        fail("CURRENT_DATE and similar functions are not supported", int_field(body, "location", -1));
+        if (string_field(body, "op") == "SVFOP_CURRENT_DATE") {
+            // The local date when the statement is bound (DuckDB: the transaction's start).
+            const std::time_t now = std::time(nullptr);
+            std::tm local{};
+            localtime_r(&now, &local);
+            Bound result;
+            result.location = int_field(body, "location", -1);
+            result.expr = db::expr::constant(db::Value::date(
+                db::date::from_civil(local.tm_year + 1900, static_cast<unsigned>(local.tm_mon + 1),
+                                     static_cast<unsigned>(local.tm_mday))));
+            return result;
+        }
+        fail("CURRENT_TIME, CURRENT_TIMESTAMP and similar functions are not supported (CURRENT_DATE is)",
+             int_field(body, "location", -1));
     }
     if (kind == "BooleanTest") {
         fail("IS [NOT] TRUE/FALSE/UNKNOWN is not supported", int_field(body, "location", -1));

@@ -69,6 +69,9 @@ struct LogicalAggregate {
     db::AggregateFunction function{db::AggregateFunction::count_star};
     db::ExprPtr argument; // null for count_star
     ColumnId output{0};
+    double fraction{0.5};       // quantile_cont
+    std::string separator{","}; // string_agg
+    int order{0};               // string_agg: 1 ascending, -1 descending, 0 unordered
 };
 
 struct LogicalSortKey {

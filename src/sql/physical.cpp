@@ -282,6 +282,9 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
             spec.function = aggregate.function;
             spec.argument = aggregate.argument != nullptr ? remap(aggregate.argument, child.layout) : nullptr;
             spec.name = _columns[aggregate.output].name;
+            spec.fraction = aggregate.fraction;
+            spec.separator = aggregate.separator;
+            spec.order = aggregate.order;
             aggregates.push_back(std::move(spec));
         }
         result.plan = db::plan::aggregate(std::move(child.plan), std::move(groups), std::move(names),

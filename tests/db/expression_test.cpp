@@ -1127,6 +1127,9 @@ public:
                 }
             }
             return Value::null_of(x.type());
+        case ExprKind::function:
+            ADD_FAILURE() << "the generator makes no function nodes";
+            return std::nullopt;
         case ExprKind::cast:
             return cast(x);
         case ExprKind::extract: {
@@ -1142,8 +1145,10 @@ public:
                 return Value::bigint(civil.month);
             case DatePart::day:
                 return Value::bigint(civil.day);
+            default:
+                ADD_FAILURE() << "the generator extracts year, month and day only";
+                return std::nullopt;
             }
-            return std::nullopt;
         }
         case ExprKind::substring:
             return substring(x);

@@ -129,6 +129,67 @@ def test_syntax_position():
           "position in the whole -c text", code, out, err)
 
 
+def test_escape_string():
+    code, out, err = run(["--csv", "-c", "SELECT E'it\\'s;here' AS a; SELECT e'x\\\\' AS b, 'y' AS c"])
+    check(code == 0 and err == "", "exit 0", code, out, err)
+    check(out == "a\nit's;here\nb,c\nx\\,y\n", "E'...' strings hold ; and escaped quotes", code, out, err)
+
+
+def test_one_line_errors():
+    for text in ["SELECT 'abc\ndef", "SELECT 1; /* open\ncomment", "SELECT \x01\x02\n\x7f;"]:
+        code, out, err = run(["-c", text])
+        check(code == 1 and one_error_line(err), f"one error line for {text!r}", code, out, err)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "garbage.sql")
+        with open(path, "wb") as f:
+            f.write(bytes(range(256)) + b"\n\n;\x00'\n")
+        code, out, err = run([path])
+    check(code == 1 and one_error_line(err) and err.startswith(f"tunadb: {path}: "),
+          "one error line for binary garbage", code, out, err)
+
+
+def test_comment_across_lines():
+    code, out, err = run([], stdin="SELECT 1 AS a;\n/* a comment; with a semicolon\n still ; inside */ SELECT 2 AS b;\n/* open\n")
+    check(code == 1 and one_error_line(err) and "unterminated /* comment" in err, "unterminated comment reported",
+          code, out, err)
+    check(" a\n---\n 1\n(1 row)\n b\n---\n 2\n(1 row)\n" == out, "a comment spans lines in piped input", code, out, err)
+
+
+def test_directory_file():
+    with tempfile.TemporaryDirectory() as tmp:
+        code, out, err = run([tmp])
+    check(code == 1 and one_error_line(err) and err.startswith(f"tunadb: {tmp}: ") and "directory" in err,
+          "a directory as FILE fails", code, out, err)
+
+
+def test_copy_invalid_utf8():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.tbl")
+        for bad, column in [(b"\xff", 3), (b"ok\xc3", 3), (b"\xe2\x82", 3), (b"\xc0\xaf", 3), (b"\xed\xa0\x80", 3)]:
+            with open(path, "wb") as f:
+                f.write("1|fine|é€😀\n2|".encode() + bad + b"|x\n")
+            code, out, err = run(["-c", "CREATE TABLE t (a INTEGER, b VARCHAR, c VARCHAR); "
+                                        f"COPY t FROM '{path}'; SELECT count(*) FROM t"])
+            check(code == 1 and one_error_line(err) and f"{path}:2:{column}: " in err and "UTF-8" in err,
+                  f"invalid UTF-8 {bad!r} rejected at line 2, column {column}", code, out, err)
+        with open(path, "wb") as f:
+            f.write("1|fine|é€😀\n".encode())
+        code, out, err = run(["--csv", "-c", f"CREATE TABLE t (a INTEGER, b VARCHAR, c VARCHAR); COPY t FROM '{path}'; "
+                                             "SELECT c FROM t"])
+        check(code == 0 and out == "c\né€😀\n", "valid UTF-8 loads", code, out, err)
+
+
+def test_csv_quoting_null():
+    sql = "SELECT 1 AS \"a,b\", 'q' AS \"say \"\"hi\"\"\", NULL AS n, '' AS e, 'NULL' AS s"
+    code, out, err = run(["--csv", "-c", sql])
+    check(code == 0 and out == '"a,b","say ""hi""",n,e,s\n1,q,,"",NULL\n', "RFC 4180 header, NULL vs ''",
+          code, out, err)
+    code, out, err = run(["--csv", "--null", "NULL", "-c", sql])
+    check(code == 0 and out == '"a,b","say ""hi""",n,e,s\n1,q,NULL,"","NULL"\n', "--null in CSV", code, out, err)
+    code, out, err = run(["--null", "(null)", "-c", "SELECT NULL AS n, '' AS e"])
+    check(code == 0 and out.splitlines()[2] == " (null) | ", "--null in tables", code, out, err)
+
+
 def long_setup(rows=80000):
     # 1.6e8 join pairs; with --morsel-rows 256 every probe task is short, so cancel takes effect fast.
     values = ", ".join(f"({i}, {i % 40})" for i in range(rows))

@@ -26,7 +26,7 @@ void pad(std::ostream &out, std::size_t count) {
 }
 } // namespace
 
-void print_table(std::ostream &out, const mx::db::QueryResult &rows) {
+void print_table(std::ostream &out, const mx::db::QueryResult &rows, const std::string &null_text) {
     const std::size_t columns = rows.column_count();
     std::vector<std::vector<std::string>> cells;
     cells.reserve(rows.row_count());
@@ -38,7 +38,7 @@ void print_table(std::ostream &out, const mx::db::QueryResult &rows) {
         auto &texts = cells.emplace_back();
         texts.reserve(columns);
         for (std::size_t c = 0; c < columns && c < row.size(); ++c) {
-            texts.push_back(row[c].to_string());
+            texts.push_back(row[c].null ? null_text : row[c].to_string());
             widths[c] = std::max(widths[c], width_of(texts.back()));
         }
     }
@@ -73,13 +73,14 @@ void print_table(std::ostream &out, const mx::db::QueryResult &rows) {
     out << '(' << rows.row_count() << (rows.row_count() == 1 ? " row)\n" : " rows)\n");
 }
 
-void print_result(std::ostream &out, const mx::sql::StatementResult &result, bool csv) {
+void print_result(std::ostream &out, const mx::sql::StatementResult &result, bool csv,
+                  const std::optional<std::string> &null_text) {
     switch (result.kind) {
     case mx::sql::StatementKind::query:
         if (csv) {
-            out << result.rows.to_csv();
+            out << result.rows.to_csv(null_text.value_or(std::string{}));
         } else {
-            print_table(out, result.rows);
+            print_table(out, result.rows, null_text.value_or("NULL"));
         }
         break;
     case mx::sql::StatementKind::explain:

@@ -1,6 +1,7 @@
 // tunadb: TunaDB's SQL shell (docs/tunadb.md).
 //
-//   tunadb [--tpch SF] [--data-dir DIR] [--threads N] [--morsel-rows N] [--csv] [-c SQL | FILE]
+//   tunadb [--tpch SF] [--data-dir DIR] [--threads N] [--morsel-rows N] [--csv] [--null TEXT]
+//          [-c SQL | FILE]
 //
 // Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line, 130 Ctrl-C in
 // -c/FILE mode.
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -34,6 +36,7 @@ struct Arguments {
     std::uint16_t threads{0};
     std::uint32_t morsel_rows{mx::db::ExecutionOptions::default_morsel_rows};
     bool csv{false};
+    std::optional<std::string> null_text;
     std::optional<std::string> command;
     std::string file;
 };
@@ -51,8 +54,9 @@ int run(const Arguments &arguments) {
     mx::sql::Database database{runtime, database_options};
     tunadb::install_interrupt_handler();
     tunadb::Monitor monitor{database, tty};
-    tunadb::Session session{database, monitor,
-                            tunadb::SessionOptions{arguments.csv, false, arguments.data_dir}};
+    tunadb::Session session{
+        database, monitor,
+        tunadb::SessionOptions{arguments.csv, arguments.null_text, false, arguments.data_dir}};
 
     if (!arguments.tpch.empty() && !session.load_tpch(arguments.tpch)) {
         return tunadb::interrupted() ? 130 : 1;
@@ -62,6 +66,12 @@ int run(const Arguments &arguments) {
         return ok ? 0 : (tunadb::interrupted() ? 130 : 1);
     }
     if (!arguments.file.empty()) {
+        std::error_code ignored;
+        if (std::filesystem::is_directory(arguments.file, ignored)) {
+            tunadb::report_error(arguments.file,
+                                 "cannot run a directory (expected a file of SQL statements)");
+            return 1;
+        }
         std::ifstream file{arguments.file};
         if (!file) {
             tunadb::report_error(arguments.file, std::string{"cannot open: "} + std::strerror(errno));
@@ -89,7 +99,9 @@ int main(int argc, char **argv) {
     app.add_option("--morsel-rows", arguments.morsel_rows,
                    "Rows per scan task (tuning; smaller makes Ctrl-C take effect sooner)")
         ->check(CLI::Range(1, 1 << 20));
-    app.add_flag("--csv", arguments.csv, "Print results as CSV with a header row");
+    app.add_flag("--csv", arguments.csv, "Print results as CSV (RFC 4180) with a header row");
+    app.add_option("--null", arguments.null_text,
+                   "Print NULL as this text (default: NULL in tables, an empty field in CSV)");
     auto *command = app.add_option("-c", arguments.command, "Run the statements in SQL and exit");
     app.add_option("FILE", arguments.file, "Run the statements in FILE and exit")->excludes(command);
     try {

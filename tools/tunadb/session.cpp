@@ -108,7 +108,25 @@ void report_error(std::string_view where, std::string_view message) {
     if (!where.empty()) {
         line.append(where).append(": ");
     }
-    line.append(message).push_back('\n');
+    // One line whatever the message quotes (the rest of an unterminated string, binary garbage):
+    // control characters are written as C escapes.
+    for (const char c : message) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == '\n') {
+            line.append("\\n");
+        } else if (c == '\r') {
+            line.append("\\r");
+        } else if (c == '\t') {
+            line.append("\\t");
+        } else if (byte < 0x20U || byte == 0x7FU) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof(escaped), "\\x%02x", byte);
+            line.append(escaped);
+        } else {
+            line.push_back(c);
+        }
+    }
+    line.push_back('\n');
     std::cout.flush();
     std::fputs(line.c_str(), stderr);
     std::fflush(stderr);
@@ -138,7 +156,7 @@ bool Session::run_piece(const Piece &piece, std::string_view origin) {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         for (const auto &statement : result.statements) {
             if (!(_quiet && statement.kind == mx::sql::StatementKind::command)) {
-                print_result(std::cout, statement, _options.csv);
+                print_result(std::cout, statement, _options.csv, _options.null_text);
             }
         }
         if (_options.timer) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,6 +19,8 @@ namespace tunadb {
 
 struct SessionOptions {
     bool csv{false};
+    /// --null TEXT: how NULL prints (unset: NULL in tables, an empty field in CSV).
+    std::optional<std::string> null_text{};
     bool timer{false};
     /// Overrides the TPC-H cache directory (otherwise tpch_cache_dir()).
     std::string data_dir{};

@@ -8,6 +8,7 @@ namespace {
 enum class State : std::uint8_t {
     normal,
     single_quote,
+    escape_quote, // E'...': a backslash escapes the next character (PostgreSQL's escape strings)
     double_quote,
     line_comment,
     block_comment,
@@ -15,6 +16,10 @@ enum class State : std::uint8_t {
 };
 
 bool is_utf8_continuation(char c) noexcept { return (static_cast<unsigned char>(c) & 0xC0U) == 0x80U; }
+bool is_identifier_char(char c) noexcept {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '$' ||
+           (static_cast<unsigned char>(c) & 0x80U) != 0;
+}
 } // namespace
 
 SplitResult split_statements(std::string_view text, bool final, std::uint32_t line, std::uint32_t column) {
@@ -62,7 +67,10 @@ SplitResult split_statements(std::string_view text, bool final, std::uint32_t li
                 }
                 has_content = true;
                 if (c == '\'') {
-                    state = State::single_quote;
+                    // E'...' when the E starts a token (not the end of a name such as "same").
+                    const bool escape = i > 0 && (text[i - 1] == 'E' || text[i - 1] == 'e') &&
+                                        (i < 2 || !is_identifier_char(text[i - 2]));
+                    state = escape ? State::escape_quote : State::single_quote;
                 } else if (c == '"') {
                     state = State::double_quote;
                 } else if (c == '$') {
@@ -84,6 +92,15 @@ SplitResult split_statements(std::string_view text, bool final, std::uint32_t li
         case State::single_quote:
             if (c == '\'') {
                 state = State::normal; // a doubled quote re-enters the literal at once
+            }
+            break;
+        case State::escape_quote:
+            if (c == '\\') {
+                advance = 2; // the escaped character, whatever it is
+            } else if (c == '\'' && next == '\'') {
+                advance = 2; // a doubled quote stays inside
+            } else if (c == '\'') {
+                state = State::normal;
             }
             break;
         case State::double_quote:
@@ -124,10 +141,17 @@ SplitResult split_statements(std::string_view text, bool final, std::uint32_t li
         }
     }
     if (final) {
+        // An unterminated comment or quote at the end is a statement of its own, so that the
+        // parser reports it instead of the text vanishing.
+        if (state == State::block_comment && !has_content) {
+            has_content = true;
+            first_line = line;
+        }
         finish(text.size());
         result.consumed = text.size();
     } else {
-        result.rest_has_content = has_content;
+        // Inside a comment or quote the rest must wait for its end (a ';' in it splits nothing).
+        result.rest_has_content = has_content || (state != State::normal && state != State::line_comment);
     }
     return result;
 }

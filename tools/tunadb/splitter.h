@@ -1,9 +1,9 @@
 #pragma once
 
 // Splits SQL text into statements at top-level semicolons, skipping semicolons inside string
-// literals, quoted identifiers, dollar quotes and comments, so that each statement can run (and
-// print its result) before the next one is read, and errors can be mapped back to the line and
-// column of the whole script.
+// literals (E'...' escape strings too), quoted identifiers, dollar quotes and comments, so that
+// each statement can run (and print its result) before the next one is read, and errors can be
+// mapped back to the line and column of the whole script.
 
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +30,7 @@ struct SplitResult {
     /// Bytes of the text that were consumed: everything up to and including the last ';', or
     /// the whole text when `final`.
     std::size_t consumed{0};
-    /// The text after `consumed` holds something other than whitespace and comments.
+    /// The text after `consumed` holds something other than whitespace and complete comments.
     bool rest_has_content{false};
 };
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <mx/dataflow/graph.h>
@@ -170,8 +171,10 @@ struct QueryResult {
     [[nodiscard]] const Value &at(std::size_t row, std::size_t column) const {
         return rows.at(row).at(column);
     }
-    /// The rows as CSV with a header line (DuckDB's text for every value, NULL as empty field).
-    [[nodiscard]] std::string to_csv() const;
+    /// The rows as RFC 4180 CSV with a header line (DuckDB's text for every value). NULL is
+    /// `null_text` (default: an empty field); the empty string is "" and a string equal to
+    /// `null_text` is quoted, so NULL and strings always differ.
+    [[nodiscard]] std::string to_csv(std::string_view null_text = {}) const;
 };
 
 /// Runs `plan` on the runtime and blocks until it finished; call it from outside the runtime's

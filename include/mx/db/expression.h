@@ -30,6 +30,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -70,6 +71,7 @@ enum class ExprKind : std::uint8_t {
     substring,    // children: string, from, [length] (SQL/DuckDB 1-based positions)
     add_interval, // children: operand (DATE); interval() (already negated for date - interval)
     coalesce,     // children: two or more operands of the result type
+    function,     // children: the arguments; function() names the scalar function
 };
 
 enum class ArithmeticOp : std::uint8_t { add, subtract, multiply, divide, modulo };
@@ -89,7 +91,65 @@ enum class CompareOp : std::uint8_t { equal, not_equal, less, less_equal, greate
         return op;
     }
 }
-enum class DatePart : std::uint8_t { year, month, day };
+/// Fields of EXTRACT/date_part (DuckDB's, for DATE; the time fields of a date are 0).
+enum class DatePart : std::uint8_t {
+    year,
+    month,
+    day,
+    quarter,
+    week,        // ISO week number 1..53
+    dow,         // day of the week, Sunday = 0
+    isodow,      // Monday = 1 .. Sunday = 7
+    doy,         // day of the year 1..366
+    isoyear,     // year of the ISO week
+    yearweek,    // isoyear * 100 + week
+    decade,      // year / 10
+    century,     // 1 + (year - 1) / 100 (negative years count down)
+    millennium,  // 1 + (year - 1) / 1000
+    era,         // 1 from year 1 on, 0 before
+    hour,        // always 0 for a DATE
+    minute,      // always 0 for a DATE
+    second,      // always 0 for a DATE
+    millisecond, // always 0 for a DATE
+    microsecond, // always 0 for a DATE
+    epoch,       // seconds since 1970-01-01 (DOUBLE)
+    julian,      // Julian day number (DOUBLE)
+};
+/// DuckDB's name of a field ("year", "isodow", ...); parse accepts the names and DuckDB's
+/// synonyms ("years", "dayofweek", "doy", ...) case-insensitively.
+[[nodiscard]] const char *name_of(DatePart part) noexcept;
+[[nodiscard]] std::optional<DatePart> parse_date_part(std::string_view name) noexcept;
+
+/// Scalar functions of ExprKind::function, typed by DuckDB's rules (see expr::function).
+enum class Function : std::uint8_t {
+    upper,
+    lower,
+    length,
+    trim,  // trim(s [, characters])
+    ltrim, // ltrim(s [, characters])
+    rtrim, // rtrim(s [, characters])
+    replace,
+    concat,        // concat(a, ...): NULL arguments are skipped
+    concat_strict, // a || b: NULL if either is
+    starts_with,
+    regexp_matches, // regexp_matches(s, constant pattern [, constant options])
+    abs,
+    ceil,
+    floor,
+    round, // round(x [, constant digits])
+    sqrt,
+    power,
+    ln,
+    exp,
+    greatest,          // NULL arguments are skipped
+    least,             // NULL arguments are skipped
+    distinct_from,     // a IS DISTINCT FROM b: never NULL
+    not_distinct_from, // a IS NOT DISTINCT FROM b: never NULL
+    date_trunc,        // date_trunc(constant part, date) -> DATE
+    strftime,          // strftime(date, constant format) -> VARCHAR
+};
+/// The SQL name of a function ("upper", "||", ...).
+[[nodiscard]] const char *name_of(Function function) noexcept;
 
 /// Calendar interval of an INTERVAL literal: months are added first (clamping the day to the end
 /// of the month, as DuckDB does), then days.
@@ -110,6 +170,7 @@ namespace detail {
 struct ExprFactory;   // builds Expr nodes (src/db/expression_build.cpp)
 struct LikeMatcher;   // compiled LIKE pattern (src/db/expression_like.cpp)
 struct ExprEvaluator; // evaluation kernels (src/db/expression_eval.cpp)
+struct CompiledRegex; // regexp_matches pattern (src/db/expression_function.cpp)
 } // namespace detail
 
 /// One node of an expression tree, built only by mx::db::expr. Every field is written once by the
@@ -137,6 +198,11 @@ public:
     [[nodiscard]] std::optional<char> escape() const noexcept { return _escape; }
     [[nodiscard]] bool has_else() const noexcept { return _negated; }
     [[nodiscard]] DatePart date_part() const noexcept { return _date_part; }
+    /// function: which one; round: the digits (second argument) are in digits().
+    [[nodiscard]] Function function() const noexcept { return _function; }
+    [[nodiscard]] std::int64_t digits() const noexcept { return _digits; }
+    /// regexp_matches: the compiled pattern (src/db/expression_internal.h).
+    [[nodiscard]] const detail::CompiledRegex *regex() const noexcept { return _regex.get(); }
     [[nodiscard]] const Interval &interval() const noexcept { return _interval; }
     /// Whether the tree contains no column reference (so evaluate_constant can fold it).
     [[nodiscard]] bool is_constant_tree() const noexcept { return _constant_tree; }
@@ -155,8 +221,11 @@ private:
     std::vector<Value> _list;
     ArithmeticOp _arithmetic_op{ArithmeticOp::add};
     CompareOp _compare_op{CompareOp::equal};
-    DatePart _date_part{DatePart::year};
-    bool _negated{false}; // also has_else for case_when
+    DatePart _date_part{DatePart::year}; // also date_trunc's part
+    Function _function{Function::upper};
+    std::int64_t _digits{0};                             // round
+    std::shared_ptr<const detail::CompiledRegex> _regex; // regexp_matches
+    bool _negated{false};                                // also has_else for case_when
     bool _constant_tree{true};
     bool _check_overflow{false}; // arithmetic/negate: results may exceed the result type's range
     std::optional<char> _escape;
@@ -239,12 +308,25 @@ namespace expr {
 /// to integer rounds half to even like DuckDB), anything <-> VARCHAR, VARCHAR -> DATE and
 /// BOOLEAN. Returns the operand itself when the types are equal. TypeError for DATE <-> numbers.
 [[nodiscard]] ExprPtr cast(ExprPtr operand, Type target);
-/// EXTRACT(part FROM date) -> BIGINT.
+/// EXTRACT(part FROM date) -> BIGINT (epoch and julian: DOUBLE).
 [[nodiscard]] ExprPtr extract(DatePart part, ExprPtr operand);
 /// SUBSTRING(string FROM from [FOR length]) with DuckDB's semantics: 1-based; from 0 starts
 /// before the first character; a negative from counts from the end; a negative length takes the
 /// characters before from. Characters are UTF-8 code points.
 [[nodiscard]] ExprPtr substring(ExprPtr string, ExprPtr from, ExprPtr length = nullptr);
+/// A scalar function (DuckDB's semantics and NULL rules; most return NULL for a NULL argument,
+/// concat/greatest/least skip NULLs, IS [NOT] DISTINCT FROM is never NULL):
+///   upper, lower (ASCII and Latin-1 letters), trim/ltrim/rtrim, replace, concat, || -> VARCHAR
+///   (non-string arguments of concat and || are cast to VARCHAR); length -> BIGINT (characters);
+///   starts_with, regexp_matches (ECMAScript syntax; options 'i' and 'c') -> BOOLEAN;
+///   abs -> the argument's type; ceil/floor -> DECIMAL(p,0) for DECIMAL(p,s), else DOUBLE;
+///   round(x, n) -> INTEGER/BIGINT, DECIMAL(p, min(s, max(n, 0))), or DOUBLE (half away from
+///   zero); sqrt, power, ln, exp -> DOUBLE (sqrt/ln of invalid values are errors as in DuckDB);
+///   greatest/least -> the common type; date_trunc -> DATE (DuckDB: TIMESTAMP at midnight);
+///   strftime -> VARCHAR. Constant arguments (round's digits, patterns, formats, date_trunc's
+///   part) must be constants. Throws TypeError for other arguments.
+[[nodiscard]] ExprPtr function(Function function, std::vector<ExprPtr> arguments);
+
 /// date + interval and date - interval (the interval is negated). Result DATE.
 [[nodiscard]] ExprPtr add_interval(ExprPtr date, Interval interval);
 [[nodiscard]] ExprPtr subtract_interval(ExprPtr date, Interval interval);

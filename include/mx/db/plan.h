@@ -51,12 +51,31 @@ enum class JoinStrategy : std::uint8_t { automatic, non_partitioned, radix_parti
 /// read sequentially), or the column's whole block of the morsel (a highly selective predicate
 /// column: every value is read, while the other columns are touched at few rows only).
 enum class ScanPrefetch : std::uint8_t { none, first_lines, whole_column };
-enum class AggregateFunction : std::uint8_t { count_star, count, sum, avg, min, max, count_distinct };
+enum class AggregateFunction : std::uint8_t {
+    count_star,
+    count,
+    sum,
+    avg,
+    min,
+    max,
+    count_distinct,
+    sum_distinct,  // sum(DISTINCT x): the sum of the distinct values
+    avg_distinct,  // avg(DISTINCT x)
+    var_samp,      // sample variance (DOUBLE; NULL for fewer than two values)
+    var_pop,       // population variance
+    stddev_samp,   // square root of var_samp
+    stddev_pop,    // square root of var_pop
+    quantile_cont, // the interpolated quantile `fraction` (median: 0.5) of a DOUBLE argument
+    string_agg,    // the VARCHAR values joined with `separator` (optionally sorted)
+};
 
 struct AggregateSpec {
     AggregateFunction function{AggregateFunction::count_star};
     ExprPtr argument; // over the child's output; null for count_star
     std::string name;
+    double fraction{0.5};       // quantile_cont: the quantile, 0..1
+    std::string separator{","}; // string_agg
+    int order{0};               // string_agg: 0 in no particular order, 1 ascending, -1 descending
 };
 
 struct SortKey {
@@ -139,7 +158,9 @@ namespace plan {
 } // namespace plan
 
 /// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
-/// "anti", "full outer"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct".
+/// "anti", "full outer"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct",
+/// "sum_distinct", "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop",
+/// "quantile_cont", "string_agg".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;
 [[nodiscard]] const char *aggregate_function_name(AggregateFunction function) noexcept;
 

@@ -182,8 +182,11 @@ struct Civil {
     unsigned day;
 };
 [[nodiscard]] Civil to_civil(std::int64_t days) noexcept;
-/// Parses YYYY-MM-DD (validating month and day). nullopt on anything else.
+/// Parses [-]Y-M-D with one or two digit month and day and '-', '/' or ' ' as the (one)
+/// separator, as DuckDB does (validating month and day); a leading '-' is a year before 1 in
+/// astronomical numbering (year 0 = 1 BC). nullopt on anything else.
 [[nodiscard]] std::optional<std::int64_t> parse(std::string_view text) noexcept;
+/// YYYY-MM-DD; years before 1 as ISO 8601 expanded years with a sign (-0010-12-25).
 [[nodiscard]] std::string format(std::int64_t days);
 /// Adds months, clamping the day to the end of the target month (as PostgreSQL and DuckDB do).
 [[nodiscard]] std::int64_t add_months(std::int64_t days, std::int64_t months) noexcept;

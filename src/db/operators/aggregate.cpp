@@ -8,10 +8,10 @@
 // thread finishing the aggregation), and skewed keys only make one group's states hot inside
 // each worker, never a shared structure.
 //
-// COUNT(DISTINCT x) keeps, per worker and partition, a set of (group key, x); partition p's sets
-// are merged (deduplicated) in part p and counted into the merged groups. Scalar aggregation
-// (no GROUP BY) keeps one state row per worker, merged in finalize(); its distinct sets are
-// partitioned by the hash of x and counted per part.
+// COUNT/SUM/AVG(DISTINCT x) keep, per worker and partition, a set of (group key, x); partition
+// p's sets are merged (deduplicated) in part p and folded (counted, summed) into the merged
+// groups. Scalar aggregation (no GROUP BY) keeps one state row per worker, merged in finalize();
+// its distinct sets are partitioned by the hash of x and folded per part.
 //
 // SQL semantics: aggregates skip NULL arguments; SUM/AVG/MIN/MAX of no values are NULL, COUNT is
 // 0; NULL keys form their own group; a scalar aggregation emits one row even for empty input, a
@@ -20,8 +20,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -42,11 +44,13 @@ using dataflow::FlowContext;
 
 /// One aggregate's state inside a group row. `wide` holds the exact sum (Int128), the double sum
 /// (its first 8 bytes) or the MIN/MAX cell (its first physical-width bytes); `count` counts the
-/// values seen (0 = NULL result), or the distinct values once they are counted.
+/// values seen (0 = NULL result), or the distinct values once they are counted. An exact sum of
+/// 128-bit values is carry * 2^128 + wide: the carry keeps the sum exact when a partial sum leaves
+/// 128 bits (M + M - M - M), so the result does not depend on the order of the rows.
 struct alignas(16) AggState {
     Int128 wide;
     std::int64_t count;
-    std::int64_t unused;
+    std::int64_t carry;
 };
 static_assert(sizeof(AggState) == 32);
 
@@ -64,6 +68,55 @@ inline double get_double(const AggState &state) noexcept {
 }
 inline void set_double(AggState &state, double value) noexcept { std::memcpy(&state.wide, &value, 8); }
 
+/// Variance state: the running mean and the sum of squared deviations (M2) of `count` values,
+/// in the two halves of `wide`. Welford's update per value and Chan's merge of two states keep it
+/// accurate where the textbook sum-of-squares formula cancels (values far from zero).
+struct Moments {
+    double mean;
+    double m2;
+};
+inline Moments get_moments(const AggState &state) noexcept {
+    Moments moments{};
+    std::memcpy(&moments, &state.wide, sizeof(moments));
+    return moments;
+}
+inline void set_moments(AggState &state, Moments moments) noexcept {
+    std::memcpy(&state.wide, &moments, sizeof(moments));
+}
+static_assert(sizeof(Moments) == sizeof(Int128));
+
+/// quantile_cont state: `wide` points to the group's values (a list owned by the worker that
+/// started it, see WorkerState::lists); `count` counts them.
+using ValueList = std::vector<double>;
+inline ValueList *get_list(const AggState &state) noexcept {
+    ValueList *list = nullptr;
+    std::memcpy(&list, &state.wide, sizeof(list));
+    return list;
+}
+inline void set_list(AggState &state, ValueList *list) noexcept {
+    std::memcpy(&state.wide, &list, sizeof(list));
+}
+/// string_agg state: the same with the group's strings (copies in the worker's arena).
+using StringList = std::vector<StringRef>;
+inline StringList *get_strings(const AggState &state) noexcept {
+    StringList *list = nullptr;
+    std::memcpy(&list, &state.wide, sizeof(list));
+    return list;
+}
+inline void set_strings(AggState &state, StringList *list) noexcept {
+    std::memcpy(&state.wide, &list, sizeof(list));
+}
+
+/// Adds carry * 2^128 + value to the exact sum. A 128-bit add that wraps is off by exactly 2^128
+/// in the direction of the addend's sign; the carry (64 bits, at most one step per value) records
+/// it, so the sum stays exact for any 2^63 values.
+inline void add_wide(AggState &state, Int128 value, std::int64_t carry) noexcept {
+    state.carry += carry;
+    if (__builtin_add_overflow(state.wide, value, &state.wide)) {
+        state.carry += value < 0 ? -1 : 1;
+    }
+}
+
 struct AggregateInfo {
     AggregateFunction function{AggregateFunction::count_star};
     ExprPtr argument;
@@ -71,6 +124,9 @@ struct AggregateInfo {
     Type result{}; // the output column's type
     std::uint32_t offset{0};
     std::int32_t distinct{-1}; // index of the COUNT DISTINCT set
+    double fraction{0.5};      // quantile_cont
+    std::string separator;     // string_agg
+    int order{0};              // string_agg: 1 ascending, -1 descending, 0 as merged
     std::string name;
 };
 
@@ -91,21 +147,21 @@ inline void for_each_value(const Batch &batch, std::uint32_t count, const Column
     }
 }
 
-/// Folds the argument values of a batch into the states `rows[i]` (one per live row). Returns
-/// false on an overflow of the exact sum.
-bool update(const AggregateInfo &aggregate, std::byte *const *rows, const ColumnData *argument,
-            const Batch &batch, std::uint32_t count, StringHeap &arena) noexcept {
+/// Folds the argument values of a batch into the states `rows[i]` (one per live row).
+void update(const AggregateInfo &aggregate, std::byte *const *rows, const ColumnData *argument,
+            const Batch &batch, std::uint32_t count, StringHeap &arena, std::deque<ValueList> &lists,
+            std::deque<StringList> &strings) noexcept {
     const std::uint32_t offset = aggregate.offset;
     switch (aggregate.function) {
     case AggregateFunction::count_star:
         for (std::uint32_t i = 0; i < count; ++i) {
             ++state_at(rows[i], offset).count;
         }
-        return true;
+        return;
     case AggregateFunction::count:
         for_each_value(batch, count, *argument,
                        [&](std::uint32_t i, std::uint32_t) { ++state_at(rows[i], offset).count; });
-        return true;
+        return;
     case AggregateFunction::sum:
     case AggregateFunction::avg:
         switch (argument->physical) {
@@ -115,7 +171,7 @@ bool update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
                 state.wide += argument->get<std::uint8_t>(row);
                 ++state.count;
             });
-            return true;
+            return;
         case PhysicalType::i64:
             // |value| < 2^63, so 2^64 additions cannot overflow the 128-bit sum.
             for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
@@ -123,28 +179,25 @@ bool update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
                 state.wide += argument->get<std::int64_t>(row);
                 ++state.count;
             });
-            return true;
-        case PhysicalType::i128: {
-            bool overflow = false;
+            return;
+        case PhysicalType::i128:
             for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
                 AggState &state = state_at(rows[i], offset);
-                overflow =
-                    __builtin_add_overflow(state.wide, argument->get<Int128>(row), &state.wide) || overflow;
+                add_wide(state, argument->get<Int128>(row), 0);
                 ++state.count;
             });
-            return !overflow;
-        }
+            return;
         case PhysicalType::f64:
             for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
                 AggState &state = state_at(rows[i], offset);
                 set_double(state, get_double(state) + argument->get<double>(row));
                 ++state.count;
             });
-            return true;
+            return;
         case PhysicalType::string:
-            return true; // rejected by the plan builder
+            return; // rejected by the plan builder
         }
-        return true;
+        return;
     case AggregateFunction::min:
     case AggregateFunction::max: {
         const bool is_min = aggregate.function == AggregateFunction::min;
@@ -170,50 +223,141 @@ bool update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
             }
             state.count = 1;
         });
-        return true;
+        return;
     }
     case AggregateFunction::count_distinct:
-        return true; // counted from the distinct sets in finalize
+    case AggregateFunction::sum_distinct:
+    case AggregateFunction::avg_distinct:
+        return; // folded from the distinct sets in finalize
+    case AggregateFunction::string_agg:
+        for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+            AggState &state = state_at(rows[i], offset);
+            StringList *list = get_strings(state);
+            if (list == nullptr) {
+                list = &strings.emplace_back();
+                set_strings(state, list);
+            }
+            list->push_back(arena.add(argument->get<StringRef>(row).view())); // the batch dies
+            ++state.count;
+        });
+        return;
+    case AggregateFunction::quantile_cont:
+        for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+            AggState &state = state_at(rows[i], offset);
+            ValueList *list = get_list(state);
+            if (list == nullptr) {
+                list = &lists.emplace_back();
+                set_list(state, list);
+            }
+            list->push_back(argument->get<double>(row));
+            ++state.count;
+        });
+        return;
+    case AggregateFunction::var_samp:
+    case AggregateFunction::var_pop:
+    case AggregateFunction::stddev_samp:
+    case AggregateFunction::stddev_pop:
+        for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+            AggState &state = state_at(rows[i], offset);
+            Moments moments = get_moments(state);
+            const double x = argument->get<double>(row);
+            ++state.count;
+            const double delta = x - moments.mean;
+            moments.mean += delta / static_cast<double>(state.count);
+            moments.m2 += delta * (x - moments.mean);
+            set_moments(state, moments);
+        });
+        return;
     }
-    return true;
+    return;
 }
 
-/// Folds the state of `from` into `into` (same aggregate). Returns false on sum overflow.
-bool merge_state(const AggregateInfo &aggregate, AggState &into, const AggState &from) noexcept {
+/// Folds the state of `from` into `into` (same aggregate).
+void merge_state(const AggregateInfo &aggregate, AggState &into, const AggState &from) noexcept {
     switch (aggregate.function) {
     case AggregateFunction::count_star:
     case AggregateFunction::count:
         into.count += from.count;
-        return true;
+        return;
     case AggregateFunction::sum:
     case AggregateFunction::avg:
         into.count += from.count;
         if (aggregate.input.physical() == PhysicalType::f64) {
             set_double(into, get_double(into) + get_double(from));
-            return true;
+            return;
         }
-        return !__builtin_add_overflow(into.wide, from.wide, &into.wide);
+        add_wide(into, from.wide, from.carry);
+        return;
     case AggregateFunction::min:
     case AggregateFunction::max: {
         if (from.count == 0) {
-            return true;
+            return;
         }
         if (into.count != 0) {
             const int order =
                 compare_cells(aggregate.input.physical(), reinterpret_cast<const std::byte *>(&from.wide),
                               reinterpret_cast<const std::byte *>(&into.wide));
             if (aggregate.function == AggregateFunction::min ? order >= 0 : order <= 0) {
-                return true;
+                return;
             }
         }
         into.wide = from.wide; // strings stay in the arena of the worker that copied them
         into.count = 1;
-        return true;
+        return;
     }
     case AggregateFunction::count_distinct:
-        return true;
+    case AggregateFunction::sum_distinct:
+    case AggregateFunction::avg_distinct:
+        return;
+    case AggregateFunction::var_samp:
+    case AggregateFunction::var_pop:
+    case AggregateFunction::stddev_samp:
+    case AggregateFunction::stddev_pop: {
+        if (from.count == 0) {
+            return;
+        }
+        const Moments a = get_moments(into);
+        const Moments b = get_moments(from);
+        const auto na = static_cast<double>(into.count);
+        const auto nb = static_cast<double>(from.count);
+        const double n = na + nb;
+        const double delta = b.mean - a.mean;
+        set_moments(into, Moments{a.mean + delta * nb / n, a.m2 + b.m2 + delta * delta * na * nb / n});
+        into.count += from.count;
+        return;
     }
-    return true;
+    case AggregateFunction::string_agg: {
+        StringList *from_list = get_strings(from);
+        if (from_list == nullptr) {
+            return;
+        }
+        StringList *into_list = get_strings(into);
+        if (into_list == nullptr) {
+            set_strings(into, from_list);
+        } else {
+            into_list->insert(into_list->end(), from_list->begin(), from_list->end());
+        }
+        into.count += from.count;
+        return;
+    }
+    case AggregateFunction::quantile_cont: {
+        // Each list belongs to one group row of one partition, so only the task merging that
+        // partition touches it.
+        ValueList *from_list = get_list(from);
+        if (from_list == nullptr) {
+            return;
+        }
+        ValueList *into_list = get_list(into);
+        if (into_list == nullptr) {
+            set_list(into, from_list);
+        } else {
+            into_list->insert(into_list->end(), from_list->begin(), from_list->end());
+        }
+        into.count += from.count;
+        return;
+    }
+    }
+    return;
 }
 
 /// Writes the final value of an aggregate into row `out_row` of `out`. Returns false when an
@@ -227,6 +371,7 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
         out.mutable_data<std::int64_t>()[out_row] = state.count;
         return true;
     case AggregateFunction::sum:
+    case AggregateFunction::sum_distinct:
         if (state.count == 0) {
             out.set_null(out_row);
             return true;
@@ -235,12 +380,13 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
             out.mutable_data<double>()[out_row] = get_double(state);
             return true;
         }
-        if (!decimal::fits(state.wide, decimal::max_precision)) {
+        if (state.carry != 0 || !decimal::fits(state.wide, decimal::max_precision)) {
             return false;
         }
         std::memcpy(out.mutable_data<Int128>() + out_row, &state.wide, sizeof(Int128));
         return true;
-    case AggregateFunction::avg: {
+    case AggregateFunction::avg:
+    case AggregateFunction::avg_distinct: {
         if (state.count == 0) {
             out.set_null(out_row);
             return true;
@@ -266,6 +412,61 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
         }
         put_cell(out, out_row, reinterpret_cast<const std::byte *>(&state.wide));
         return true;
+    case AggregateFunction::var_samp:
+    case AggregateFunction::var_pop:
+    case AggregateFunction::stddev_samp:
+    case AggregateFunction::stddev_pop: {
+        const bool sample = aggregate.function == AggregateFunction::var_samp ||
+                            aggregate.function == AggregateFunction::stddev_samp;
+        if (state.count < (sample ? 2 : 1)) {
+            out.set_null(out_row);
+            return true;
+        }
+        const double variance =
+            get_moments(state).m2 / static_cast<double>(sample ? state.count - 1 : state.count);
+        const bool root = aggregate.function == AggregateFunction::stddev_samp ||
+                          aggregate.function == AggregateFunction::stddev_pop;
+        out.mutable_data<double>()[out_row] = root ? std::sqrt(variance) : variance;
+        return true;
+    }
+    case AggregateFunction::string_agg: {
+        StringList *list = get_strings(state);
+        if (list == nullptr || list->empty()) {
+            out.set_null(out_row);
+            return true;
+        }
+        if (aggregate.order != 0) {
+            std::sort(list->begin(), list->end(), [&](const StringRef &a, const StringRef &b) {
+                return aggregate.order > 0 ? a < b : b < a;
+            });
+        }
+        std::string joined;
+        for (std::size_t k = 0; k < list->size(); ++k) {
+            joined.append(k == 0 ? "" : aggregate.separator).append((*list)[k].view());
+        }
+        out.mutable_data<StringRef>()[out_row] = out.heap().add(joined);
+        return true;
+    }
+    case AggregateFunction::quantile_cont: {
+        ValueList *list = get_list(state);
+        if (list == nullptr || list->empty()) {
+            out.set_null(out_row);
+            return true;
+        }
+        // DuckDB: interpolate between the values at floor and ceil of fraction * (n - 1).
+        const double position = aggregate.fraction * static_cast<double>(list->size() - 1);
+        const auto low = static_cast<std::size_t>(std::floor(position));
+        const auto high = static_cast<std::size_t>(std::ceil(position));
+        std::nth_element(list->begin(), list->begin() + static_cast<std::ptrdiff_t>(low), list->end());
+        const double low_value = (*list)[low];
+        double high_value = low_value;
+        if (high != low) {
+            high_value = *std::min_element(list->begin() + static_cast<std::ptrdiff_t>(high), list->end());
+        }
+        out.mutable_data<double>()[out_row] =
+            low_value + (position - static_cast<double>(low)) * (high_value - low_value);
+        return true;
+    }
     }
     return true;
 }
@@ -291,9 +492,15 @@ public:
             info.result = plan.output.at(_groups.size() + i).type;
             info.offset = offset;
             info.name = spec.name;
+            info.fraction = spec.fraction;
+            info.separator = spec.separator;
+            info.order = spec.order;
             offset += sizeof(AggState);
-            if (spec.function == AggregateFunction::count_distinct) {
+            if (spec.function == AggregateFunction::count_distinct ||
+                spec.function == AggregateFunction::sum_distinct ||
+                spec.function == AggregateFunction::avg_distinct) {
                 info.distinct = static_cast<std::int32_t>(_distinct_keys.size());
+                _distinct_aggregate.push_back(i);
                 std::vector<PhysicalType> distinct_types = key_types;
                 distinct_types.push_back(info.input.physical());
                 _distinct_keys.emplace_back(distinct_types);
@@ -334,7 +541,7 @@ public:
             state.argument_data.resize(_aggregates.size());
             state.distinct_data.resize(_groups.size() + 1);
         }
-        _distinct_counts.assign(std::size_t{partitions} * _distinct_keys.size(), 0);
+        _distinct_partials.assign(std::size_t{partitions} * _distinct_keys.size(), AggState{});
     }
 
     void consume_batch(FlowContext &context, std::unique_ptr<Batch> batch) noexcept override {
@@ -378,15 +585,13 @@ public:
         } else {
             std::fill(state.rows.begin(), state.rows.end(), state.scalar.get());
         }
-        bool ok = true;
         for (std::size_t a = 0; a < _aggregates.size(); ++a) {
             const AggregateInfo &aggregate = _aggregates[a];
             if (aggregate.distinct >= 0) {
                 insert_distinct(state, a, *batch, count);
             } else {
-                ok = update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count,
-                            state.arena) &&
-                     ok;
+                update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count, state.arena,
+                       state.lists, state.strings);
             }
         }
         // The evaluated vectors may view the batch, which dies now.
@@ -395,9 +600,6 @@ public:
         }
         for (Vector &vector : state.arguments) {
             vector = Vector{};
-        }
-        if (!ok) {
-            context.fail("Overflow in SUM: the exact sum exceeds 128 bits");
         }
     }
 
@@ -412,11 +614,12 @@ public:
         // Merging big partitions takes long: a cancelled run skips the rest (its state is only
         // freed afterwards, never read).
         CancelPoll poll(context);
-        bool ok = true;
         if (!grouped()) {
             for (std::size_t d = 0; d < _distinct_keys.size(); ++d) {
-                RowTable &set = merge_distinct(d, part, poll);
-                _distinct_counts[std::size_t{part} * _distinct_keys.size() + d] = set.size();
+                const RowTable &set = merge_distinct(d, part, poll);
+                AggState &partial = _distinct_partials[std::size_t{part} * _distinct_keys.size() + d];
+                const AggregateInfo &aggregate = _aggregates[_distinct_aggregate[d]];
+                set.for_each([&](const std::byte *entry) { fold_distinct(aggregate, partial, entry); });
             }
             return;
         }
@@ -434,9 +637,8 @@ public:
                     [&](std::byte *fresh) { std::memcpy(fresh + 8, row + 8, _row_width - 8); });
                 if (!inserted) {
                     for (const AggregateInfo &aggregate : _aggregates) {
-                        ok = merge_state(aggregate, state_at(into, aggregate.offset),
-                                         state_at(row, aggregate.offset)) &&
-                             ok;
+                        merge_state(aggregate, state_at(into, aggregate.offset),
+                                    state_at(row, aggregate.offset));
                     }
                 }
             });
@@ -454,14 +656,10 @@ public:
                     return _key.equals_stored(RowTable::key_of(candidate), RowTable::key_of(entry));
                 });
                 MX_ASSERT(group != nullptr, "a distinct value without its group");
-                ++state_at(group, aggregate.offset).count;
+                fold_distinct(aggregate, state_at(group, aggregate.offset), entry);
             });
         }
         if (poll.stopped()) {
-            return;
-        }
-        if (!ok) {
-            context.fail("Overflow in SUM: the exact sum exceeds 128 bits");
             return;
         }
         emit_groups(context, target, poll);
@@ -472,28 +670,27 @@ public:
             return; // the parts emitted the groups
         }
         std::byte *into = _workers[0].scalar.get();
-        bool ok = true;
         for (std::uint16_t w = 1; w < _worker_count; ++w) {
             for (const AggregateInfo &aggregate : _aggregates) {
-                ok = merge_state(aggregate, state_at(into, aggregate.offset),
-                                 state_at(_workers[w].scalar.get(), aggregate.offset)) &&
-                     ok;
+                merge_state(aggregate, state_at(into, aggregate.offset),
+                            state_at(_workers[w].scalar.get(), aggregate.offset));
             }
         }
         for (const AggregateInfo &aggregate : _aggregates) {
-            if (aggregate.distinct >= 0) {
-                std::int64_t distinct = 0;
-                for (std::uint32_t p = 0; p < _partitions; ++p) {
-                    distinct += static_cast<std::int64_t>(
-                        _distinct_counts[std::size_t{p} * _distinct_keys.size() +
-                                         static_cast<std::size_t>(aggregate.distinct)]);
-                }
-                state_at(into, aggregate.offset).count = distinct;
+            if (aggregate.distinct < 0) {
+                continue;
             }
-        }
-        if (!ok) {
-            context.fail("Overflow in SUM: the exact sum exceeds 128 bits");
-            return;
+            AggState &state = state_at(into, aggregate.offset);
+            for (std::uint32_t p = 0; p < _partitions; ++p) {
+                const AggState &partial = _distinct_partials[std::size_t{p} * _distinct_keys.size() +
+                                                             static_cast<std::size_t>(aggregate.distinct)];
+                state.count += partial.count;
+                if (aggregate.input.physical() == PhysicalType::f64) {
+                    set_double(state, get_double(state) + get_double(partial));
+                } else {
+                    add_wide(state, partial.wide, partial.carry);
+                }
+            }
         }
         auto batch = make_output(1);
         if (!write_row(into, *batch, 0)) {
@@ -539,6 +736,8 @@ private:
         std::vector<std::vector<RowTable>> distinct; // [distinct aggregate][partition]
         std::unique_ptr<std::byte[]> scalar;         // scalar aggregation: the one state row
         StringHeap arena;                            // copied key strings and MIN/MAX strings
+        std::deque<ValueList> lists;                 // quantile_cont values of the groups it started
+        std::deque<StringList> strings;              // string_agg values of the groups it started
         // scratch of the consume tasks
         std::vector<Vector> keys;
         std::vector<ColumnData> key_data;
@@ -565,6 +764,46 @@ private:
 
     [[nodiscard]] static std::string overflow_message() {
         return "Overflow in SUM: the result does not fit DECIMAL(38)";
+    }
+
+    /// Folds one entry of a distinct set (group key + value) into its aggregate's state: counts it,
+    /// and for sum/avg(DISTINCT) adds the value.
+    void fold_distinct(const AggregateInfo &aggregate, AggState &state,
+                       const std::byte *entry) const noexcept {
+        ++state.count;
+        if (aggregate.function == AggregateFunction::count_distinct) {
+            return;
+        }
+        const std::byte *cell =
+            KeyLayout::slot(RowTable::key_of(entry), static_cast<std::uint32_t>(_groups.size()));
+        switch (aggregate.input.physical()) {
+        case PhysicalType::u8: {
+            std::uint8_t value = 0;
+            std::memcpy(&value, cell, sizeof(value));
+            state.wide += value;
+            return;
+        }
+        case PhysicalType::i64: {
+            std::int64_t value = 0;
+            std::memcpy(&value, cell, sizeof(value));
+            state.wide += value; // |value| < 2^63: 2^64 of them cannot overflow the 128-bit sum
+            return;
+        }
+        case PhysicalType::i128: {
+            Int128 value = 0;
+            std::memcpy(&value, cell, sizeof(value));
+            add_wide(state, value, 0);
+            return;
+        }
+        case PhysicalType::f64: {
+            double value = 0;
+            std::memcpy(&value, cell, sizeof(value));
+            set_double(state, get_double(state) + value);
+            return;
+        }
+        case PhysicalType::string:
+            return; // rejected by the plan builder
+        }
     }
 
     void insert_distinct(WorkerState &state, std::size_t aggregate, const Batch &batch,
@@ -676,7 +915,8 @@ private:
     std::vector<Type> _group_types;
     std::vector<AggregateInfo> _aggregates;
     KeyLayout _key;
-    std::vector<KeyLayout> _distinct_keys; // per COUNT DISTINCT: group key + argument
+    std::vector<KeyLayout> _distinct_keys;        // per aggregate over DISTINCT: group key + argument
+    std::vector<std::size_t> _distinct_aggregate; // per distinct set: the index of its aggregate
     std::uint32_t _row_width{0};
     std::uint32_t _batch_rows;
     // Set in prepare() on the starting thread, read-only during the run.
@@ -684,9 +924,9 @@ private:
     std::uint32_t _partitions{1};
     std::uint32_t _partition_bits{0};
     std::unique_ptr<WorkerState[]> _workers;
-    // Scalar COUNT DISTINCT: [part][distinct aggregate], written by part `part`, read by
-    // finalize() (ordered after every part by the layer).
-    std::vector<std::uint64_t> _distinct_counts;
+    // Scalar aggregates over distinct values: [part][distinct set], written by part `part`, read
+    // by finalize() (ordered after every part by the layer).
+    std::vector<AggState> _distinct_partials;
 };
 
 } // namespace

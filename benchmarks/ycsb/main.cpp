@@ -247,6 +247,8 @@ int main(int argc, char **argv) {
                    "mxtasking: force the nodes' primitive (auto = cost model)")
         ->check(CLI::IsMember({"auto", "spinlock", "rw_latch", "optimistic_latched", "optimistic_scheduled",
                                "htm", "scheduling"}));
+    app.add_flag("--non-temporal-reads", options.variant.non_temporal_reads,
+                 "mxtasking: reading steps prefetch non-temporally (prefetchnta)");
     app.add_option("--read-prefetch-eighths", options.variant.read_prefetch_eighths,
                    "mxtasking: eighths of the key array prefetched for reading steps")
         ->check(CLI::Range(0U, 8U));
@@ -261,19 +263,18 @@ int main(int argc, char **argv) {
         ->check(CLI::Range(0, CPU_SETSIZE - 1));
     app.add_option("--export-workload", options.export_dir,
                    "Write the workload to DIR/fill, DIR/mixed_c and DIR/mixed_a as 'OP key' lines and exit");
-    std::string payload_step{"auto"};
+    std::string payload_step{"off"};
     app.add_option("--payload-step", payload_step,
                    "mxtasking: read steps in two rounds, the second with the payload line prefetched "
-                   "(auto: when the measured memory latency is high)")
+                   "(auto: when the measured memory latency is high; default off)")
         ->check(CLI::IsMember({"auto", "on", "off"}));
     bool no_steal = false;
     app.add_flag("--no-steal", no_steal, "mxtasking: RuntimeConfig::work_stealing = false");
     app.add_flag("-q,--quiet", options.quiet, "No progress lines");
     CLI11_PARSE(app, argc, argv);
     options.variant.work_stealing = !no_steal;
-    if (payload_step != "auto") {
-        options.variant.payload_step = payload_step == "on";
-    }
+    options.variant.payload_step =
+        payload_step == "auto" ? std::nullopt : std::optional<bool>{payload_step == "on"};
     options.workload.zipfian = options.distribution == "zipf";
     try {
         return mx::bench::ycsb::run(options);

@@ -113,6 +113,9 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
     tree_config.primitive = parse_primitive(config.primitive);
     tree_config.prefetch_hints = config.prefetch_hints;
     tree_config.read_prefetch_eighths = config.read_prefetch_eighths;
+    if (config.non_temporal_reads) {
+        tree_config.read_prefetch_mode = system::PrefetchMode::non_temporal;
+    }
     tree_config.bypass_min_level = config.bypass_min_level;
     tree_config.payload_step = config.payload_step;
     RunResult result;

@@ -142,9 +142,10 @@ struct VariantConfig {
     std::string primitive{"auto"}; // auto = the cost model
     bool prefetch_hints{true};
     std::uint32_t read_prefetch_eighths{index::blinktree::TreeConfig{}.read_prefetch_eighths};
+    bool non_temporal_reads{false};
     std::uint16_t bypass_min_level{index::blinktree::TreeConfig{}.bypass_min_level};
     bool work_stealing{tasking::RuntimeConfig{}.work_stealing};
-    std::optional<bool> payload_step{}; // unset: the tree decides from the measured latency
+    std::optional<bool> payload_step{false}; // unset: the tree decides from the measured latency
 };
 
 /// Wall time and TSC cycles around a phase.

@@ -89,11 +89,14 @@ TEST(BLinkTree, SequentialOperationsMatchAMap) {
     EXPECT_EQ(runtime.live_tasks(), 0U);
 }
 
-TEST(BLinkTree, PayloadStepFollowsTheMeasuredLatencyUnlessSet) {
+TEST(BLinkTree, PayloadStepIsOffByDefaultAndFollowsTheMeasuredLatencyWhenUnset) {
     Runtime runtime{RuntimeConfig{.workers = 1}};
+    EXPECT_FALSE(SmallTree(runtime, TreeConfig{}).payload_step()) << "off by default";
     TreeConfig always;
+    always.payload_step = std::nullopt;
     always.payload_step_min_latency = 0;
     TreeConfig never;
+    never.payload_step = std::nullopt;
     never.payload_step_min_latency = std::numeric_limits<std::uint32_t>::max();
     TreeConfig forced_off = always;
     forced_off.payload_step = false;

@@ -66,6 +66,9 @@ struct TreeConfig {
     /// sweep is in docs/benchmarks.md, B-link tree).
     std::uint32_t read_prefetch_eighths{8};
     std::uint32_t write_prefetch_eighths{8};
+    /// How reading steps prefetch: into all cache levels (temporal), or non-temporal, which
+    /// keeps lines read once per visit from displacing the upper levels in L2/L3.
+    system::PrefetchMode read_prefetch_mode{system::PrefetchMode::temporal};
     /// Off: no hints; the runtime then prefetches the first line of each node only.
     bool prefetch_hints{true};
     /// Steps into nodes on this level or above run right after the step that found them
@@ -77,11 +80,11 @@ struct TreeConfig {
     /// Reading steps on pooled nodes (below bypass_min_level) in two rounds: the first searches
     /// the prefetched key lines and queues the task again with a hint for the one payload line
     /// the step needs (the child, or the found value); the second reads it. The payload line of
-    /// a lookup is otherwise a miss the worker waits for, which pays off where a miss costs much
-    /// more than a dispatch (memory far away, e.g. DRAM behind nested paging) and not where the
-    /// nodes sit in a large L3. Unset: on when the runtime's measured load latency is at least
-    /// payload_step_min_latency cycles.
-    std::optional<bool> payload_step{};
+    /// a lookup is otherwise a miss the worker waits for. Off by default: on the 2-core VM the
+    /// extra round cost more than the miss (lookups there are bound by the lines in flight, not
+    /// by the latency of one; docs/benchmarks.md). Unset (nullopt): on when the runtime's
+    /// measured load latency is at least payload_step_min_latency cycles.
+    std::optional<bool> payload_step{false};
     std::uint32_t payload_step_min_latency{payload_step_default_min_latency};
     /// A dispatch costs on the order of a hundred cycles; below this latency the second round
     /// costs more than the miss it hides.
@@ -258,7 +261,7 @@ public:
             const bool write = mode == tasking::AccessMode::write;
             annotate(tasking::PrefetchHint::lines(node.get(), write ? _tree->_write_mask : _tree->_read_mask,
                                                   write ? system::PrefetchMode::for_write
-                                                        : system::PrefetchMode::temporal));
+                                                        : _tree->_config.read_prefetch_mode));
         }
     }
 
@@ -308,7 +311,7 @@ private:
         } else if (const void *line = payload_to_prefetch(node, key); line != nullptr) {
             _payload_pending = true;
             annotate(ref, tasking::AccessMode::read_only);
-            annotate(tasking::PrefetchHint::lines(line, 1U, system::PrefetchMode::temporal));
+            annotate(tasking::PrefetchHint::lines(line, 1U, _tree->_config.read_prefetch_mode));
             return tasking::TaskResult::successor(this);
         }
         if (!node.is_leaf()) {

@@ -14,18 +14,6 @@ namespace mx::sql::test {
 
 namespace {
 
-tasking::RuntimeConfig four_workers() {
-    tasking::RuntimeConfig config;
-    config.workers = 4;
-    return config;
-}
-
-DatabaseOptions tiny_batches() {
-    DatabaseOptions options;
-    options.execution.morsel_rows = 2;
-    return options;
-}
-
 /// a(x, s, k), b(x, s, v), c(x, w): x and s shared by a and b, x by all three; e(x, z) is empty.
 constexpr const char *join_tables = R"sql(
 CREATE TABLE a (x INTEGER, s VARCHAR, k INTEGER);
@@ -39,7 +27,9 @@ CREATE TABLE e (x INTEGER, z INTEGER);
 
 class JoinUsingTest : public ::testing::Test {
 protected:
-    JoinUsingTest() : runtime(four_workers()), db(runtime, tiny_batches()) { db.execute(join_tables); }
+    JoinUsingTest() : runtime(small_runtime_config(4)), db(runtime, tiny_batches()) {
+        db.execute(join_tables);
+    }
 
     Rows rows(const std::string &sql) { return rows_of(db.query(sql)); }
     std::vector<std::string> names(const std::string &sql) {
@@ -182,7 +172,7 @@ void make_outer_tables(Database &database) {
 TEST(FullOuterJoinLarge, UnmatchedBuildRowsComeFromParallelFinalizeParts) {
     for (const auto strategy : {db::JoinStrategy::automatic, db::JoinStrategy::radix_partitioned}) {
         SCOPED_TRACE(static_cast<int>(strategy));
-        tasking::Runtime runtime{four_workers()};
+        tasking::Runtime runtime{small_runtime_config(4)};
         DatabaseOptions options;
         options.execution.morsel_rows = 256;
         // A forced radix join is no option for a full outer join: it runs non-partitioned.

@@ -18,18 +18,6 @@ namespace mx::sql::test {
 
 namespace {
 
-tasking::RuntimeConfig four_workers() {
-    tasking::RuntimeConfig config;
-    config.workers = 4;
-    return config;
-}
-
-DatabaseOptions tiny_batches() {
-    DatabaseOptions options;
-    options.execution.morsel_rows = 2;
-    return options;
-}
-
 /// a and b share rows, duplicates and NULLs; e is empty; d has a DECIMAL and a DATE.
 constexpr const char *set_tables = R"sql(
 CREATE TABLE a (x INTEGER, s VARCHAR);
@@ -43,7 +31,7 @@ INSERT INTO d VALUES (1.50, DATE '2020-01-01'), (2.00, NULL);
 
 class SetOpTest : public ::testing::Test {
 protected:
-    SetOpTest() : runtime(four_workers()), db(runtime, tiny_batches()) { db.execute(set_tables); }
+    SetOpTest() : runtime(small_runtime_config(4)), db(runtime, tiny_batches()) { db.execute(set_tables); }
 
     Rows rows(const std::string &sql) { return rows_of(db.query(sql)); }
 
@@ -271,7 +259,7 @@ TEST_F(SetOpTest, LongChainsAreNoDeepNesting) {
 }
 
 TEST(SetOpsCancel, CancelStopsASetOperationAndTheDatabaseStaysUsable) {
-    tasking::Runtime runtime{four_workers()};
+    tasking::Runtime runtime{small_runtime_config(4)};
     DatabaseOptions options;
     options.execution.morsel_rows = 256;
     Database database{runtime, options};
@@ -310,7 +298,7 @@ TEST(SetOpsCancel, CancelStopsASetOperationAndTheDatabaseStaysUsable) {
 }
 
 TEST(SetOpsLarge, UnionAllAndExceptOverManyMorsels) {
-    tasking::Runtime runtime{four_workers()};
+    tasking::Runtime runtime{small_runtime_config(4)};
     DatabaseOptions options;
     options.execution.morsel_rows = 512;
     Database database{runtime, options};

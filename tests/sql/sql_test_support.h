@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,17 @@
 
 namespace mx::sql::test {
 
-inline tasking::RuntimeConfig small_runtime_config() {
+inline tasking::RuntimeConfig small_runtime_config(std::uint16_t workers = 2) {
     tasking::RuntimeConfig config;
-    config.workers = 2;
+    config.workers = workers;
     return config;
+}
+
+/// Batches of two rows, so even tiny tables run as many morsels (and on several workers).
+inline DatabaseOptions tiny_batches() {
+    DatabaseOptions options;
+    options.execution.morsel_rows = 2;
+    return options;
 }
 
 /// The rows of a result as "a|b|c" strings (Value::to_string per cell).

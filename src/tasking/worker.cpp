@@ -43,7 +43,14 @@ Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::ui
 
 void Worker::run() noexcept {
     tls_worker = this;
+    _shared.trace_ack.store(_trace_seen, std::memory_order_release);
     while (!_core->stop_requested()) {
+#if MX_TRACING
+        // Once per round, on a line the worker reads after every task anyway.
+        if (_core->trace_generation() != _trace_seen) [[unlikely]] {
+            sync_trace();
+        }
+#endif
         _buffer.size = fill();
         _buffer.position = 0;
         _reclamation.local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
@@ -58,18 +65,69 @@ void Worker::run() noexcept {
             }
             continue;
         }
+#if MX_TRACING
+        if (_tracing) [[unlikely]] {
+            if (_buffer.dynamic) {
+                run_buffer_dynamic<true>();
+            } else {
+                run_buffer_static<true>();
+            }
+            _trace.stolen_until = 0;
+            release_domains();
+            continue;
+        }
+#endif
         if (_buffer.dynamic) {
-            run_buffer_dynamic();
+            run_buffer_dynamic<false>();
         } else {
-            run_buffer_static();
+            run_buffer_static<false>();
         }
         release_domains();
     }
     // A stop ends the loop between two tasks: drain() discards what is left in the buffer and
     // lets go of the domains held for it.
     tls_worker = nullptr;
+    // From here on this thread records nothing: a stop_trace waiting for it may take its buffer.
+    _shared.trace_ack.store(trace_ack_exited, std::memory_order_release);
 }
 
+void Worker::sync_trace() noexcept {
+    const std::uint32_t generation = _core->trace_generation();
+    _tracing = (generation & 1U) != 0;
+    _trace_seen = generation;
+    _shared.trace_ack.store(generation, std::memory_order_release);
+}
+
+std::uint64_t Worker::execute_traced(Task &task, bool stolen) noexcept {
+    _bypass_chain = 0;
+    std::uint8_t flags = stolen ? trace_stolen : 0;
+    std::uint64_t first_cycles = 0;
+    bool first = true;
+    for (Task *current = &task; current != nullptr;) {
+        // Everything is read before the run: a finished task may be destroyed by complete().
+        TraceEvent event;
+        const char *label = current->trace_label();
+        event.what = label != nullptr ? static_cast<const void *>(label) : &typeid(*current);
+        const ResourcePtr resource = current->resource();
+        event.resource = reinterpret_cast<std::uintptr_t>(resource.get());
+        event.other = resource ? static_cast<std::uint16_t>(primitive_of(resource)) : 0;
+        event.flags = static_cast<std::uint8_t>(flags | (label != nullptr ? trace_label : 0U) |
+                                                (current->squad() != nullptr ? trace_squad : 0U));
+        event.start = system::cycles();
+        Task *next = execute_one(*current);
+        event.end = system::cycles();
+        record(event);
+        if (first) {
+            first_cycles = event.end - event.start;
+            first = false;
+        }
+        flags = trace_bypassed;
+        current = next;
+    }
+    return first_cycles;
+}
+
+template <bool Traced>
 void Worker::run_buffer_static() noexcept {
     // Filling the buffer read no descriptor, so the first `distance` tasks are prefetched now,
     // then task i + distance before task i; top-ups keep that distance across fills.
@@ -83,14 +141,26 @@ void Worker::run_buffer_static() noexcept {
     while (_buffer.position < _buffer.size) {
         if (distance > 0) {
             if (_buffer.position + distance == _buffer.size &&
-                (_held.empty() || top_ups < max_top_ups_holding_domains) && top_up()) {
-                ++top_ups;
+                (_held.empty() || top_ups < max_top_ups_holding_domains)) {
+                [[maybe_unused]] const std::uint32_t shifted = _buffer.position;
+                const bool added = top_up();
+                if constexpr (Traced) {
+                    _trace.stolen_until -= std::min(_trace.stolen_until, shifted);
+                }
+                if (added) {
+                    ++top_ups;
+                }
             }
             if (_buffer.position + distance < _buffer.size) {
                 prefetch_task_data(*_buffer.tasks[_buffer.position + distance]);
             }
         }
-        execute(*_buffer.tasks[_buffer.position++]);
+        if constexpr (Traced) {
+            const std::uint32_t slot = _buffer.position++;
+            execute_traced(*_buffer.tasks[slot], slot < _trace.stolen_until);
+        } else {
+            execute(*_buffer.tasks[_buffer.position++]);
+        }
         if (_core->stop_requested()) [[unlikely]] {
             return;
         }
@@ -110,6 +180,7 @@ bool Worker::top_up() noexcept {
     return added > 0;
 }
 
+template <bool Traced>
 void Worker::run_buffer_dynamic() noexcept {
     for (std::uint32_t i = 0; i < _buffer.size; ++i) {
         _buffer.expected_cycles[i] = _buffer.expected_cycles_of(*_buffer.tasks[i]);
@@ -123,7 +194,18 @@ void Worker::run_buffer_dynamic() noexcept {
             prefetch_task_data(*_buffer.tasks[next_prefetch++]);
         }
         Task *task = _buffer.tasks[_buffer.position++];
-        if (--_buffer.sample_countdown == 0) [[unlikely]] {
+        if constexpr (Traced) {
+            const bool stolen = _buffer.position - 1 < _trace.stolen_until;
+            if (--_buffer.sample_countdown == 0) [[unlikely]] {
+                _buffer.sample_countdown = PrefetchBuffer::sample_interval;
+                const void *type = &typeid(*task);
+                const std::uint64_t elapsed = execute_traced(*task, stolen);
+                _buffer.record_sample(
+                    type, static_cast<std::uint32_t>(std::min<std::uint64_t>(elapsed, 1U << 24U)));
+            } else {
+                execute_traced(*task, stolen);
+            }
+        } else if (--_buffer.sample_countdown == 0) [[unlikely]] {
             execute_sampled(*task);
         } else {
             execute(*task);

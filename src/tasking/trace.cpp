@@ -276,6 +276,73 @@ double Trace::microseconds(std::uint64_t tsc) const noexcept {
     return static_cast<double>(static_cast<std::int64_t>(tsc - origin_tsc)) / cycles_per_us;
 }
 
+std::vector<TaskProfile> Trace::profile() const {
+    std::vector<TaskProfile> rows;
+    Names names{*this};
+    for (std::size_t w = 0; w < workers.size(); ++w) {
+        std::unordered_map<std::string, std::size_t> index;
+        for (const TraceEvent &event : workers[w].events) {
+            if (event.kind != TraceEventKind::task) {
+                continue;
+            }
+            const std::string &name = names(event);
+            auto [it, inserted] = index.try_emplace(name, rows.size());
+            if (inserted) {
+                rows.push_back(TaskProfile{.name = name, .worker = static_cast<std::uint16_t>(w)});
+            }
+            TaskProfile &row = rows[it->second];
+            ++row.tasks;
+            row.total_cycles += event.end - event.start;
+            row.stolen += (event.flags & trace_stolen) != 0 ? 1U : 0U;
+            row.bypassed += (event.flags & trace_bypassed) != 0 ? 1U : 0U;
+        }
+    }
+    std::sort(rows.begin(), rows.end(), [](const TaskProfile &a, const TaskProfile &b) {
+        return a.total_cycles != b.total_cycles ? a.total_cycles > b.total_cycles : a.worker < b.worker;
+    });
+    return rows;
+}
+
+std::string Trace::profile_table() const {
+    const std::vector<TaskProfile> rows = profile();
+    std::vector<TaskProfile> totals;
+    std::unordered_map<std::string, std::size_t> index;
+    for (const TaskProfile &row : rows) {
+        auto [it, inserted] = index.try_emplace(row.name, totals.size());
+        if (inserted) {
+            totals.push_back(TaskProfile{.name = row.name});
+        }
+        TaskProfile &total = totals[it->second];
+        total.tasks += row.tasks;
+        total.total_cycles += row.total_cycles;
+        total.stolen += row.stolen;
+        total.bypassed += row.bypassed;
+    }
+    std::string text;
+    Sink out{text};
+    out.printf("%-8s %12s %16s %12s %10s %10s  %s\n", "worker", "tasks", "total_cycles", "mean_cycles",
+               "stolen", "bypassed", "task");
+    const auto line = [&out](const TaskProfile &row, const char *worker) {
+        out.printf("%-8s %12" PRIu64 " %16" PRIu64 " %12.1f %10" PRIu64 " %10" PRIu64 "  ", worker, row.tasks,
+                   row.total_cycles, row.mean_cycles(), row.stolen, row.bypassed);
+        out.put(row.name);
+        out.put("\n");
+    };
+    for (const TaskProfile &total : totals) {
+        line(total, "all");
+        for (const TaskProfile &row : rows) {
+            if (row.name == total.name) {
+                line(row, std::to_string(row.worker).c_str());
+            }
+        }
+    }
+    if (dropped() > 0) {
+        out.printf("(%" PRIu64 " events dropped: the buffers were full; counts are lower bounds)\n",
+                   dropped());
+    }
+    return text;
+}
+
 std::string Trace::to_json() const {
     std::string text;
     Sink out{text};

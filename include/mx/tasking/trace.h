@@ -64,6 +64,19 @@ struct TraceWriteResult {
     [[nodiscard]] bool ok() const noexcept { return error.empty(); }
 };
 
+/// One line of a per-task-type profile: the task events of one name on one worker.
+struct TaskProfile {
+    std::string name;
+    std::uint16_t worker{0};
+    std::uint64_t tasks{0};
+    std::uint64_t total_cycles{0};
+    std::uint64_t stolen{0};   ///< of `tasks`, taken from another worker
+    std::uint64_t bypassed{0}; ///< of `tasks`, run as a bypass successor
+    [[nodiscard]] double mean_cycles() const noexcept {
+        return tasks == 0 ? 0.0 : static_cast<double>(total_cycles) / static_cast<double>(tasks);
+    }
+};
+
 /// A recorded trace, handed out by Runtime::stop_trace().
 class Trace {
 public:
@@ -87,6 +100,10 @@ public:
     [[nodiscard]] TraceWriteResult write(const std::string &path) const;
     [[nodiscard]] std::string to_json() const;
     [[nodiscard]] std::string to_csv() const;
+    /// Tasks and cycles per task name and worker, most cycles first (dropped events missing).
+    [[nodiscard]] std::vector<TaskProfile> profile() const;
+    /// profile() as an aligned text table, with a line per name over all workers.
+    [[nodiscard]] std::string profile_table() const;
 };
 
 } // namespace mx::tasking

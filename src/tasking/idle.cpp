@@ -49,7 +49,9 @@ void Worker::sleep() noexcept {
         return;
     }
     bump(_shared.sleeps);
+#if MX_TRACING
     const std::uint64_t start = system::cycles();
+#endif
     // Threads in wait() spin a little and then sleep; going to sleep is the moment to tell them.
     _core->notify_idle();
     // Worker 0 also reclaims what outside threads retired: it must not sleep on that either.

@@ -386,6 +386,22 @@ TEST_P(TraceTest, KnownGraphHoldsExactlyTheTasksThatRan) {
     // Every chain link after the first ran as its predecessor's bypass successor.
     EXPECT_EQ(bypassed, chains * (chain_length - 1));
     EXPECT_EQ(other_tasks, 1U);
+
+    // The profile counts the same tasks per name and worker.
+    std::uint64_t profiled_leaves = 0;
+    std::uint64_t profiled_bypasses = 0;
+    for (const mx::tasking::TaskProfile &row : trace->profile()) {
+        if (row.name == "leaf") {
+            EXPECT_EQ(row.tasks, leaves_ran_[row.worker].value.load()) << "worker " << row.worker;
+            profiled_leaves += row.tasks;
+        } else if (row.name == chain_name) {
+            EXPECT_EQ(row.tasks, chain_ran_[row.worker].value.load()) << "worker " << row.worker;
+            profiled_bypasses += row.bypassed;
+        }
+    }
+    EXPECT_EQ(profiled_leaves, leaves);
+    EXPECT_EQ(profiled_bypasses, chains * (chain_length - 1));
+    EXPECT_NE(trace->profile_table().find("leaf"), std::string::npos);
 }
 
 TEST_P(TraceTest, StolenTasksAreMarkedAndTheStealsRecorded) {

@@ -188,10 +188,10 @@ void write_json(const Trace &trace, Sink &out) {
                 kind_name(event.kind), w, start, duration);
             switch (event.kind) {
             case TraceEventKind::task:
-                out.printf("\"resource\":\"0x%" PRIx64
+                out.printf("\"tasks\":%u,\"resource\":\"0x%" PRIx64
                            "\",\"primitive\":\"%s\",\"stolen\":%s,\"bypassed\":%s,"
                            "\"squad\":%s,\"cycles\":%" PRIu64 "}}",
-                           event.resource, primitive_name(event.other),
+                           event.count, event.resource, primitive_name(event.other),
                            (event.flags & trace_stolen) != 0 ? "true" : "false",
                            (event.flags & trace_bypassed) != 0 ? "true" : "false",
                            (event.flags & trace_squad) != 0 ? "true" : "false", event.end - event.start);
@@ -291,10 +291,10 @@ std::vector<TaskProfile> Trace::profile() const {
                 rows.push_back(TaskProfile{.name = name, .worker = static_cast<std::uint16_t>(w)});
             }
             TaskProfile &row = rows[it->second];
-            ++row.tasks;
+            row.tasks += event.count;
             row.total_cycles += event.end - event.start;
-            row.stolen += (event.flags & trace_stolen) != 0 ? 1U : 0U;
-            row.bypassed += (event.flags & trace_bypassed) != 0 ? 1U : 0U;
+            row.stolen += (event.flags & trace_stolen) != 0 ? event.count : 0U;
+            row.bypassed += (event.flags & trace_bypassed) != 0 ? event.count : 0U;
         }
     }
     std::sort(rows.begin(), rows.end(), [](const TaskProfile &a, const TaskProfile &b) {
@@ -438,8 +438,10 @@ namespace detail {
 
 // ---- the hand-shake with the workers -------------------------------------------------------
 
-void Worker::prepare_trace(std::uint32_t capacity) {
+void Worker::prepare_trace(std::uint32_t capacity, bool merge_equal_tasks) {
     _trace.storage.assign(capacity, TraceEvent{}); // touched now, not on the first events
+    _trace.merge = merge_equal_tasks;
+    _trace.open = TraceEvent{};
     _trace.size = 0;
     _trace.dropped = 0;
     _trace.stolen_until = 0;
@@ -481,7 +483,7 @@ std::string RuntimeCore::start_trace(const TraceConfig &config) {
     }
     // Every worker acknowledged the last stop (or never traced): nobody touches the buffers.
     for (auto &worker : _workers) {
-        worker->prepare_trace(capacity);
+        worker->prepare_trace(capacity, config.merge_equal_tasks);
     }
     _trace_origin_ns = steady_ns();
     _trace_origin_tsc = system::cycles();

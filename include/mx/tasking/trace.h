@@ -40,7 +40,8 @@ struct TraceEvent {
     const void *what{nullptr};
     /// task: the annotated resource's object address (0 = none).
     std::uint64_t resource{0};
-    /// steal_tasks: tasks taken; else 0.
+    /// task: tasks in this slice (consecutive equal tasks share one, see TraceConfig); steal_tasks:
+    /// tasks taken; else 0.
     std::uint32_t count{0};
     /// task: sync::Primitive of its resource; steal_tasks: victim worker; steal_domain: domain.
     std::uint16_t other{0};
@@ -54,6 +55,10 @@ struct TraceConfig {
     /// Events each worker keeps; later ones are dropped and counted. 40 bytes each, allocated
     /// (and touched) by start_trace. 0 = $MX_TRACE_EVENTS if set, else 262144 (10 MiB).
     std::uint32_t events_per_worker{0};
+    /// Consecutive tasks of one worker with the same name, resource and flags share one event
+    /// (its count says how many; the slice spans them): one time stamp per run of equal tasks
+    /// instead of one per task, which keeps recording cheap for tiny tasks. Off: an event per task.
+    bool merge_equal_tasks{true};
 };
 
 /// The outcome of writing a trace file.

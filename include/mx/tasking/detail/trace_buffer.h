@@ -20,6 +20,19 @@ struct TraceBuffer {
     std::uint64_t dropped{0};
     /// The first `stolen_until` slots of the current task buffer came from a steal.
     std::uint32_t stolen_until{0};
+    /// The run of equal tasks being recorded (count 0: none): consecutive tasks with the same
+    /// name, resource and flags share one event while `merge` is on.
+    TraceEvent open{};
+    bool merge{true};
+
+    /// Ends the open run at `now`.
+    void close(std::uint64_t now) noexcept {
+        if (open.count != 0) {
+            open.end = now;
+            record(open);
+            open.count = 0;
+        }
+    }
 
     void record(const TraceEvent &event) noexcept {
         if (size < storage.size()) [[likely]] {

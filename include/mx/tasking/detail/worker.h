@@ -109,7 +109,7 @@ public:
     [[nodiscard]] const memory::TaskAllocator &allocator() const noexcept { return _allocator; }
 
     /// Tracing thread (Runtime::start_trace), while this worker does not trace: a fresh buffer.
-    void prepare_trace(std::uint32_t capacity);
+    void prepare_trace(std::uint32_t capacity, bool merge_equal_tasks);
     /// Tracing thread, after acknowledged(generation): hands the recorded events over.
     Trace::Worker take_trace();
     /// Any thread: whether the worker has seen trace generation `generation` (or has left its
@@ -151,8 +151,8 @@ private:
     static constexpr std::uint32_t max_top_ups_holding_domains = 4;
     template <bool Traced>
     void run_buffer_dynamic() noexcept;
-    /// execute() that records each task of the bypass chain; returns the first task's cycles.
-    std::uint64_t execute_traced(Task &task, bool stolen) noexcept;
+    /// execute() that records each task of the bypass chain (into the open run of equal tasks).
+    void execute_traced(Task &task, bool stolen) noexcept;
     /// Takes on the trace generation the runtime asks for (start or stop recording).
     void sync_trace() noexcept;
     /// Whether start_trace or stop_trace waits for this worker to notice (idle loop, sleep).

@@ -99,7 +99,8 @@ void Worker::sync_trace() noexcept {
     _shared.trace_ack.store(generation, std::memory_order_release);
 }
 
-void Worker::execute_traced(Task &task, bool stolen) noexcept {
+[[gnu::always_inline]] inline void Worker::execute_traced(Task &task, bool stolen,
+                                                          TraceEvent &open) noexcept {
     _bypass_chain = 0;
     std::uint8_t flags = stolen ? trace_stolen : 0;
     for (Task *current = &task; current != nullptr;) {
@@ -110,19 +111,22 @@ void Worker::execute_traced(Task &task, bool stolen) noexcept {
         const auto address = reinterpret_cast<std::uintptr_t>(resource.get());
         const auto event_flags = static_cast<std::uint8_t>(flags | (label != nullptr ? trace_label : 0U) |
                                                            (current->squad() != nullptr ? trace_squad : 0U));
-        TraceEvent &open = _trace.open;
         // One time stamp per run of equal tasks: it ends the previous run and starts this one
         // (reading the counter costs more than a tiny task: about 13 ns on this VM).
         if (open.count == 0 || !_trace.merge || open.what != what || open.resource != address ||
-            open.flags != event_flags || open.count == 0xFFFFFFFFU) {
+            open.flags != event_flags || open.count == 0xFFFFFFFFU) [[unlikely]] {
             const std::uint64_t now = system::cycles();
-            _trace.close(now);
-            open.start = now;
-            open.what = what;
-            open.resource = address;
-            open.other = resource ? static_cast<std::uint16_t>(primitive_of(resource)) : 0;
-            open.flags = event_flags;
-            open.kind = TraceEventKind::task;
+            if (open.count != 0) {
+                open.end = now;
+                record(open);
+            }
+            open = TraceEvent{.start = now,
+                              .what = what,
+                              .resource = address,
+                              .other = resource ? static_cast<std::uint16_t>(primitive_of(resource))
+                                                : std::uint16_t{0},
+                              .kind = TraceEventKind::task,
+                              .flags = event_flags};
         }
         ++open.count;
         current = execute_one(*current);
@@ -141,6 +145,11 @@ void Worker::run_buffer_static() noexcept {
         }
     }
     std::uint32_t top_ups = 0;
+    // Traced: the open run of equal tasks lives in a local while the tasks run.
+    [[maybe_unused]] TraceEvent open{};
+    if constexpr (Traced) {
+        open = _trace.open;
+    }
     while (_buffer.position < _buffer.size) {
         if (distance > 0) {
             if (_buffer.position + distance == _buffer.size &&
@@ -160,13 +169,16 @@ void Worker::run_buffer_static() noexcept {
         }
         if constexpr (Traced) {
             const std::uint32_t slot = _buffer.position++;
-            execute_traced(*_buffer.tasks[slot], slot < _trace.stolen_until);
+            execute_traced(*_buffer.tasks[slot], slot < _trace.stolen_until, open);
         } else {
             execute(*_buffer.tasks[_buffer.position++]);
         }
         if (_core->stop_requested()) [[unlikely]] {
-            return;
+            break;
         }
+    }
+    if constexpr (Traced) {
+        _trace.open = open;
     }
 }
 
@@ -192,6 +204,10 @@ void Worker::run_buffer_dynamic() noexcept {
     compute_prefetch_slots(_buffer.expected_cycles.data(), _buffer.prefetch_cycles.data(), _buffer.size,
                            _buffer.prefetch_slots.data());
     std::uint32_t next_prefetch = 0;
+    [[maybe_unused]] TraceEvent open{};
+    if constexpr (Traced) {
+        open = _trace.open;
+    }
     while (_buffer.position < _buffer.size) {
         while (next_prefetch < _buffer.size && _buffer.prefetch_slots[next_prefetch] <= _buffer.position) {
             prefetch_task_data(*_buffer.tasks[next_prefetch++]);
@@ -204,11 +220,11 @@ void Worker::run_buffer_dynamic() noexcept {
                 _buffer.sample_countdown = PrefetchBuffer::sample_interval;
                 const void *type = &typeid(*task);
                 const std::uint64_t start = system::cycles();
-                execute_traced(*task, stolen);
+                execute_traced(*task, stolen, open);
                 _buffer.record_sample(type, static_cast<std::uint32_t>(std::min<std::uint64_t>(
                                                 system::cycles() - start, 1U << 24U)));
             } else {
-                execute_traced(*task, stolen);
+                execute_traced(*task, stolen, open);
             }
         } else if (--_buffer.sample_countdown == 0) [[unlikely]] {
             execute_sampled(*task);
@@ -216,8 +232,11 @@ void Worker::run_buffer_dynamic() noexcept {
             execute(*task);
         }
         if (_core->stop_requested()) [[unlikely]] {
-            return;
+            break;
         }
+    }
+    if constexpr (Traced) {
+        _trace.open = open;
     }
 }
 

@@ -151,8 +151,9 @@ private:
     static constexpr std::uint32_t max_top_ups_holding_domains = 4;
     template <bool Traced>
     void run_buffer_dynamic() noexcept;
-    /// execute() that records each task of the bypass chain (into the open run of equal tasks).
-    void execute_traced(Task &task, bool stolen) noexcept;
+    /// execute() that records each task of the bypass chain into `open`, the run of equal tasks
+    /// (a copy of TraceBuffer::open the buffer loop keeps in registers).
+    void execute_traced(Task &task, bool stolen, TraceEvent &open) noexcept;
     /// Takes on the trace generation the runtime asks for (start or stop recording).
     void sync_trace() noexcept;
     /// Whether start_trace or stop_trace waits for this worker to notice (idle loop, sleep).

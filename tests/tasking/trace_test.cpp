@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -289,8 +290,8 @@ protected:
 
     void check_known_graph(bool merge);
 
-    std::vector<PaddedCounter> leaves_ran_ = std::vector<PaddedCounter>(8);
-    std::vector<PaddedCounter> chain_ran_ = std::vector<PaddedCounter>(8);
+    std::vector<PaddedCounter> _leaves_ran = std::vector<PaddedCounter>(8);
+    std::vector<PaddedCounter> _chain_ran = std::vector<PaddedCounter>(8);
 };
 
 /// Slices of one worker that must not overlap: everything but sleep (nested in its idle).
@@ -346,10 +347,10 @@ TEST_P(TraceTest, KnownGraphHoldsExactlyTheTasksThatRan) {
 }
 
 void TraceTest::check_known_graph(bool merge) {
-    for (auto &counter : leaves_ran_) {
+    for (auto &counter : _leaves_ran) {
         counter.value.store(0);
     }
-    for (auto &counter : chain_ran_) {
+    for (auto &counter : _chain_ran) {
         counter.value.store(0);
     }
     ASSERT_EQ(runtime().start_trace(TraceConfig{.merge_equal_tasks = merge}), "");
@@ -359,10 +360,10 @@ void TraceTest::check_known_graph(bool merge) {
     const std::uint32_t chain_length = 5;
     runtime().spawn([&, leaves](TaskContext &context) {
         for (std::uint32_t i = 0; i < leaves; ++i) {
-            context.spawn(*context.new_task<LeafTask>(leaves_ran_));
+            context.spawn(*context.new_task<LeafTask>(_leaves_ran));
         }
         for (std::uint32_t i = 0; i < chains; ++i) {
-            context.spawn(*context.new_task<ChainTask>(chain_length - 1, chain_ran_));
+            context.spawn(*context.new_task<ChainTask>(chain_length - 1, _chain_ran));
         }
     });
     runtime().wait();
@@ -381,8 +382,8 @@ void TraceTest::check_known_graph(bool merge) {
     std::uint64_t other_tasks = 0;
     for (std::size_t w = 0; w < workers(); ++w) {
         // Exactly the tasks that ran, on the worker that ran them.
-        EXPECT_EQ(count_named(*trace, w, "leaf"), leaves_ran_[w].value.load()) << "worker " << w;
-        EXPECT_EQ(count_named(*trace, w, chain_name), chain_ran_[w].value.load()) << "worker " << w;
+        EXPECT_EQ(count_named(*trace, w, "leaf"), _leaves_ran[w].value.load()) << "worker " << w;
+        EXPECT_EQ(count_named(*trace, w, chain_name), _chain_ran[w].value.load()) << "worker " << w;
         for (const TraceEvent &event : trace->workers[w].events) {
             if (event.kind != TraceEventKind::task) {
                 continue;
@@ -414,10 +415,10 @@ void TraceTest::check_known_graph(bool merge) {
     std::uint64_t profiled_bypasses = 0;
     for (const mx::tasking::TaskProfile &row : trace->profile()) {
         if (row.name == "leaf") {
-            EXPECT_EQ(row.tasks, leaves_ran_[row.worker].value.load()) << "worker " << row.worker;
+            EXPECT_EQ(row.tasks, _leaves_ran[row.worker].value.load()) << "worker " << row.worker;
             profiled_leaves += row.tasks;
         } else if (row.name == chain_name) {
-            EXPECT_EQ(row.tasks, chain_ran_[row.worker].value.load()) << "worker " << row.worker;
+            EXPECT_EQ(row.tasks, _chain_ran[row.worker].value.load()) << "worker " << row.worker;
             profiled_bypasses += row.bypassed;
         }
     }
@@ -437,11 +438,11 @@ TEST_P(TraceTest, StolenTasksAreMarkedAndTheStealsRecorded) {
     runtime().spawn([&, leaves](TaskContext &context) {
         root_worker.store(context.worker_id());
         for (std::uint32_t i = 0; i < leaves; ++i) {
-            context.spawn(*context.new_task<LeafTask>(leaves_ran_));
+            context.spawn(*context.new_task<LeafTask>(_leaves_ran));
         }
         const auto done = [&] {
             std::uint64_t sum = 0;
-            for (const auto &counter : leaves_ran_) {
+            for (const auto &counter : _leaves_ran) {
                 sum += counter.value.load(std::memory_order_acquire);
             }
             return sum >= leaves;
@@ -474,7 +475,7 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
     ASSERT_EQ(runtime().start_trace(), "");
     const std::uint32_t leaves = scaled(500);
     for (std::uint32_t i = 0; i < leaves; ++i) {
-        runtime().spawn(*runtime().new_task<LeafTask>(leaves_ran_));
+        runtime().spawn(*runtime().new_task<LeafTask>(_leaves_ran));
     }
     runtime().wait();
     const std::optional<Trace> trace = runtime().stop_trace();
@@ -517,7 +518,7 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
     EXPECT_EQ(slices, trace->events());
     for (std::size_t w = 0; w < workers(); ++w) {
         EXPECT_TRUE(named[w]) << "no track name for worker " << w;
-        EXPECT_EQ(leaves_per_track[w], leaves_ran_[w].value.load()) << "worker " << w;
+        EXPECT_EQ(leaves_per_track[w], _leaves_ran[w].value.load()) << "worker " << w;
     }
     const Json *other = document->get("otherData");
     ASSERT_NE(other, nullptr);
@@ -606,7 +607,7 @@ TEST_P(TraceTest, FullBufferDropsAndCounts) {
               "");
     const std::uint32_t leaves = scaled(2000);
     for (std::uint32_t i = 0; i < leaves; ++i) {
-        runtime().spawn(*runtime().new_task<LeafTask>(leaves_ran_));
+        runtime().spawn(*runtime().new_task<LeafTask>(_leaves_ran));
     }
     runtime().wait();
     const std::optional<Trace> trace = runtime().stop_trace();
@@ -629,7 +630,7 @@ TEST_P(TraceTest, FullBufferDropsAndCounts) {
 
 TEST_P(TraceTest, UnwritablePathIsAnErrorAndTheRuntimeGoesOn) {
     ASSERT_EQ(runtime().start_trace(), "");
-    runtime().spawn(*runtime().new_task<LeafTask>(leaves_ran_));
+    runtime().spawn(*runtime().new_task<LeafTask>(_leaves_ran));
     runtime().wait();
     const auto result = runtime().stop_trace("/nonexistent-directory/trace.json");
     EXPECT_FALSE(result.ok());
@@ -639,7 +640,7 @@ TEST_P(TraceTest, UnwritablePathIsAnErrorAndTheRuntimeGoesOn) {
     const std::uint32_t leaves = 100;
     ASSERT_EQ(runtime().start_trace(), "");
     for (std::uint32_t i = 0; i < leaves; ++i) {
-        runtime().spawn(*runtime().new_task<LeafTask>(leaves_ran_));
+        runtime().spawn(*runtime().new_task<LeafTask>(_leaves_ran));
     }
     runtime().wait();
     const std::string path = ::testing::TempDir() + "mx_trace_test.csv";
@@ -662,6 +663,57 @@ INSTANTIATE_TEST_SUITE_P(Workers, TraceTest,
                                            mx::test::RuntimeShape{"workers2", 2, "", 2, 0},
                                            mx::test::RuntimeShape{"workers4", 4, "", 4, 0}),
                          ::mx::test::shape_name);
+
+TEST(TraceEnvironment, MxTraceRecordsTheRuntimesLifeAndWritesTheFile) {
+    if (!MX_TRACING) {
+        GTEST_SKIP() << "tracing compiled out (MX_TRACING=OFF)";
+    }
+    const std::string path = ::testing::TempDir() + "mx_trace_environment.json";
+    std::remove(path.c_str());
+    std::vector<PaddedCounter> ran(2);
+    const std::uint32_t leaves = 200;
+    ASSERT_EQ(setenv("MX_TRACE", path.c_str(), 1), 0);
+    {
+        mx::tasking::Runtime runtime{mx::tasking::RuntimeConfig{.workers = 2}};
+        EXPECT_TRUE(runtime.tracing());
+        for (std::uint32_t i = 0; i < leaves; ++i) {
+            runtime.spawn(*runtime.new_task<LeafTask>(ran));
+        }
+        runtime.wait();
+    }
+    unsetenv("MX_TRACE");
+    std::FILE *file = std::fopen(path.c_str(), "r");
+    ASSERT_NE(file, nullptr) << "MX_TRACE wrote no file";
+    std::string json;
+    char chunk[4096];
+    for (std::size_t n = 0; (n = std::fread(chunk, 1, sizeof(chunk), file)) > 0;) {
+        json.append(chunk, n);
+    }
+    std::fclose(file);
+    std::remove(path.c_str());
+    JsonReader reader{json};
+    const std::optional<Json> document = reader.read();
+    ASSERT_TRUE(document) << reader.error();
+    std::uint64_t recorded = 0;
+    for (const Json &event : document->get("traceEvents")->array) {
+        if (event.get("name")->string == "leaf") {
+            recorded += static_cast<std::uint64_t>(event.get("args")->get("tasks")->number);
+        }
+    }
+    EXPECT_EQ(recorded, leaves);
+}
+
+TEST(TraceEnvironment, BadEventCountIsAClearError) {
+    if (!MX_TRACING) {
+        GTEST_SKIP() << "tracing compiled out (MX_TRACING=OFF)";
+    }
+    mx::tasking::Runtime runtime{mx::tasking::RuntimeConfig{.workers = 1}};
+    ASSERT_EQ(setenv("MX_TRACE_EVENTS", "lots", 1), 0);
+    const std::string error = runtime.start_trace();
+    unsetenv("MX_TRACE_EVENTS");
+    EXPECT_NE(error.find("MX_TRACE_EVENTS"), std::string::npos) << error;
+    EXPECT_FALSE(runtime.tracing());
+}
 
 TEST(TraceOff, StartTraceSaysWhyWhenCompiledOut) {
     if (MX_TRACING) {

@@ -104,6 +104,19 @@ public:
     /// Runs a task that keeps its worker busy for about a millisecond on every worker and returns
     /// once all are done (what an idle window starts after).
     virtual void touch_all_workers() = 0;
+    /// Starts recording a task timeline (mx variants only): "" or why not.
+    virtual std::string start_trace(std::uint32_t events_per_worker) {
+        static_cast<void>(events_per_worker);
+        return name() + " records no traces";
+    }
+    /// Stops recording; writes the trace to `path` unless it is empty and, with `profile`, puts
+    /// the per-task-type table into `report`. Returns "" or the error.
+    virtual std::string stop_trace(const std::string &path, bool profile, std::string &report) {
+        static_cast<void>(path);
+        static_cast<void>(profile);
+        static_cast<void>(report);
+        return {};
+    }
 };
 
 /// How an mxtasking variant sets up the runtime and places its tasks.

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,7 +119,24 @@ struct Options {
     bool work_stealing{true};            // RuntimeConfig::work_stealing of every mx variant
     int disturb_core{-1};                // CPU of the busy process, -1: none
     const Disturber *disturber{nullptr}; // that process, for the load figures
+    std::string trace;                   // throughput benchmarks: trace file of the mx variants
+    bool profile{false};                 // print a per-task-type profile of the mx variants
+    std::uint32_t trace_events{0};       // events per worker (0: the runtime's default)
 };
+
+/// --trace FILE for one of several runs: FILE with "-<variant>-w<workers>" before its extension.
+std::string trace_path(const Options &options, const std::string &variant, unsigned workers, bool several) {
+    if (!several) {
+        return options.trace;
+    }
+    const std::string suffix = "-" + variant + "-w" + std::to_string(workers);
+    const std::size_t slash = options.trace.find_last_of('/');
+    const std::size_t dot = options.trace.find_last_of('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+        return options.trace + suffix;
+    }
+    return options.trace.substr(0, dot) + suffix + options.trace.substr(dot);
+}
 
 std::unique_ptr<System> make_system(const Options &options, const std::string &variant,
                                     std::uint16_t workers) {
@@ -247,10 +265,40 @@ void run_throughput(const Options &options, CsvWriter &csv) {
                 run_once(*system, options.benchmark, options.sizes);
             }
         }
+        // --trace / --profile: every timed run of an mx variant is recorded (so its throughput
+        // is the traced one); the last repetition's trace is written and profiled.
+        const bool tracing = !options.trace.empty() || options.profile;
+        std::size_t traced_systems = 0;
+        for (const auto &name : names) {
+            traced_systems += name.rfind("mx", 0) == 0 ? 1U : 0U;
+        }
+        const bool several = traced_systems * options.workers.size() > 1;
         for (unsigned r = 0; r < options.repetitions; ++r) {
             for (std::size_t s = 0; s < systems.size(); ++s) {
                 settle();
+                const bool traced = tracing && names[s].rfind("mx", 0) == 0;
+                if (traced) {
+                    if (const std::string error = systems[s]->start_trace(options.trace_events);
+                        !error.empty()) {
+                        throw std::runtime_error{"--trace: " + error};
+                    }
+                }
                 runs[s].push_back(run_once(*systems[s], options.benchmark, options.sizes));
+                if (traced) {
+                    const bool last = r + 1 == options.repetitions;
+                    const std::string path =
+                        last && !options.trace.empty() ? trace_path(options, names[s], workers, several) : "";
+                    std::string report;
+                    if (const std::string error =
+                            systems[s]->stop_trace(path, last && options.profile, report);
+                        !error.empty()) {
+                        std::fprintf(stderr, "mx_bench_runtime: --trace: %s\n", error.c_str());
+                    }
+                    if (!report.empty()) {
+                        std::printf("%s, %s, %u workers, repetition %u:\n%s", options.benchmark.c_str(),
+                                    names[s].c_str(), workers, r + 1, report.c_str());
+                    }
+                }
             }
         }
         for (std::size_t s = 0; s < systems.size(); ++s) {
@@ -453,6 +501,16 @@ int main(int argc, char **argv) {
     bool no_steal = false;
     app.add_flag("--no-steal", no_steal, "RuntimeConfig::work_stealing = false for every mx variant");
     app.add_flag("-q,--quiet", options.quiet, "No progress lines on stdout");
+    app.add_option(
+        "--trace", options.trace,
+        "spawn_local, ping_pong, all_to_all, fib: record the timed runs of the mx variants and write "
+        "the last one's task timeline here (Chrome Trace Event JSON, or CSV for *.csv; several "
+        "variants or worker counts add -<variant>-w<workers> before the extension)");
+    app.add_flag("--profile", options.profile,
+                 "Like --trace, and print tasks and cycles per task type and worker of the last run");
+    app.add_option("--trace-events", options.trace_events,
+                   "Events per worker a trace keeps (later ones are dropped and counted; default 262144)")
+        ->check(CLI::Range(1U, 0xFFFFFFFFU));
     CLI11_PARSE(app, argc, argv);
     options.pin = !no_pin;
     options.work_stealing = !no_steal;
@@ -472,6 +530,12 @@ int main(int argc, char **argv) {
     if (!alloc && mx::bench::variants_for(options, options.benchmark).empty()) {
         std::fprintf(stderr, "--variants: none of %s implements %s\n",
                      mx::bench::join(options.variants).c_str(), options.benchmark.c_str());
+        return 2;
+    }
+    if ((!options.trace.empty() || options.profile) &&
+        !mx::bench::contains(mx::bench::throughput_benchmarks, options.benchmark)) {
+        std::fprintf(stderr, "--trace and --profile work with %s, not with %s\n",
+                     mx::bench::join(mx::bench::throughput_benchmarks).c_str(), options.benchmark.c_str());
         return 2;
     }
     if (options.benchmark == "alloc_batch" && options.alloc.ops < options.alloc.batch) {

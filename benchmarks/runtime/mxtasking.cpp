@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <mx/tasking/runtime.h>
@@ -310,6 +312,31 @@ public:
         }
         done.wait();
         _runtime.wait();
+    }
+
+    std::string start_trace(std::uint32_t events_per_worker) override {
+        return _runtime.start_trace(tasking::TraceConfig{.events_per_worker = events_per_worker});
+    }
+
+    std::string stop_trace(const std::string &path, bool profile, std::string &report) override {
+        std::optional<tasking::Trace> trace = _runtime.stop_trace();
+        if (!trace) {
+            return "no trace was recorded";
+        }
+        report.clear();
+        if (profile) {
+            report = trace->profile_table();
+        }
+        if (path.empty()) {
+            return {};
+        }
+        const tasking::TraceWriteResult written = trace->write(path);
+        if (!written.ok()) {
+            return written.error;
+        }
+        report += "trace written to " + path + " (" + std::to_string(written.events) + " events, " +
+                  std::to_string(written.dropped) + " dropped)\n";
+        return {};
     }
 
 private:

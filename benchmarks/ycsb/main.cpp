@@ -76,10 +76,30 @@ double median(std::vector<double> values) {
     return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+/// --trace FILE: every mxtasking run writes its task timeline (the last repetition's stays); with
+/// several mxtasking variants or worker counts, "-<variant>-w<workers>" goes before the extension.
+std::string trace_path(const Options &options, const std::string &variant, std::uint16_t workers) {
+    const std::string &path = options.variant.trace;
+    const auto mx_variants =
+        std::count_if(options.variants.begin(), options.variants.end(),
+                      [](const std::string &name) { return name.rfind("mxtasking", 0) == 0; });
+    if (path.empty() || static_cast<std::size_t>(mx_variants) * options.workers.size() <= 1) {
+        return path;
+    }
+    const std::string suffix = "-" + variant + "-w" + std::to_string(workers);
+    const std::size_t slash = path.find_last_of('/');
+    const std::size_t dot = path.find_last_of('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+        return path + suffix;
+    }
+    return path.substr(0, dot) + suffix + path.substr(dot);
+}
+
 RunResult run_variant(const std::string &variant, const Workload &workload, const Options &options,
                       std::uint16_t workers) {
     VariantConfig config = options.variant;
     config.workers = workers;
+    config.trace = trace_path(options, variant, workers);
     if (variant == "mxtasking") {
         return run_mxtasking(workload, config);
     }
@@ -271,6 +291,9 @@ int main(int argc, char **argv) {
     bool no_steal = false;
     app.add_flag("--no-steal", no_steal, "mxtasking: RuntimeConfig::work_stealing = false");
     app.add_flag("-q,--quiet", options.quiet, "No progress lines");
+    app.add_option("--trace", options.variant.trace,
+                   "mxtasking variants: write each run's task timeline here (Chrome Trace Event JSON, or CSV "
+                   "for *.csv; the last repetition stays; $MX_TRACE_EVENTS sets the events kept per worker)");
     CLI11_PARSE(app, argc, argv);
     options.variant.work_stealing = !no_steal;
     options.variant.payload_step =

@@ -4,6 +4,7 @@
 // when the worker has nothing else to do, so the pools never hold more than a batch or so.
 
 #include <atomic>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -119,6 +120,11 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
     tree_config.bypass_min_level = config.bypass_min_level;
     tree_config.payload_step = config.payload_step;
     RunResult result;
+    if (!config.trace.empty()) {
+        if (const std::string error = runtime.start_trace(); !error.empty()) {
+            throw std::invalid_argument{"--trace: " + error};
+        }
+    }
     {
         Tree tree{runtime, tree_config};
         result.load = run_phase(runtime, tree, workload.load, config);
@@ -126,6 +132,16 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
         result.a = run_phase(runtime, tree, workload.a, config);
     }
     runtime.wait();
+    if (!config.trace.empty()) {
+        const tasking::TraceWriteResult written = runtime.stop_trace(config.trace);
+        if (written.ok()) {
+            std::fprintf(stderr, "trace written to %s (%llu events, %llu dropped)\n", config.trace.c_str(),
+                         static_cast<unsigned long long>(written.events),
+                         static_cast<unsigned long long>(written.dropped));
+        } else {
+            std::fprintf(stderr, "mx_bench_ycsb: --trace: %s\n", written.error.c_str());
+        }
+    }
     return result;
 }
 

@@ -146,6 +146,7 @@ struct VariantConfig {
     std::uint16_t bypass_min_level{index::blinktree::TreeConfig{}.bypass_min_level};
     bool work_stealing{tasking::RuntimeConfig{}.work_stealing};
     std::optional<bool> payload_step{false}; // unset: the tree decides from the measured latency
+    std::string trace;                       // mxtasking: write the run's task timeline here ("" = none)
 };
 
 /// Wall time and TSC cycles around a phase.

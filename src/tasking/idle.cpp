@@ -16,7 +16,8 @@ void Worker::idle() noexcept {
     const std::uint64_t start = system::cycles();
     epoch_duties();
     std::uint32_t polls = 0;
-    while (!_core->stop_requested() && !has_work()) {
+    // A trace starting or stopping sends the worker back to its loop, which takes it on.
+    while (!_core->stop_requested() && !has_work() && !trace_change_pending()) {
         // Every few polls, look for work to steal: back to run(), which steals it.
         if (_stealing && (++polls & 15U) == 0 && work_to_steal()) {
             break;
@@ -27,7 +28,13 @@ void Worker::idle() noexcept {
             system::pause();
         }
     }
-    bump(_shared.idle_cycles, system::cycles() - start);
+    const std::uint64_t end = system::cycles();
+    bump(_shared.idle_cycles, end - start);
+#if MX_TRACING
+    if (_tracing) [[unlikely]] {
+        record(TraceEvent{.start = start, .end = end, .kind = TraceEventKind::idle});
+    }
+#endif
 }
 
 void Worker::sleep() noexcept {
@@ -36,12 +43,15 @@ void Worker::sleep() noexcept {
     // work is only a hint (its owner runs it anyway): spawners wake a sleeper when they see one.
     _shared.sleeping.store(1, std::memory_order_seq_cst);
     _core->count_sleeper(1);
-    if (has_work() || _core->stop_requested() || (_stealing && work_to_steal())) {
+    if (has_work() || _core->stop_requested() || trace_change_pending() || (_stealing && work_to_steal())) {
         _shared.sleeping.store(0, std::memory_order_relaxed);
         _core->count_sleeper(-1);
         return;
     }
     bump(_shared.sleeps);
+#if MX_TRACING
+    const std::uint64_t start = system::cycles();
+#endif
     // Threads in wait() spin a little and then sleep; going to sleep is the moment to tell them.
     _core->notify_idle();
     // Worker 0 also reclaims what outside threads retired: it must not sleep on that either.
@@ -57,6 +67,11 @@ void Worker::sleep() noexcept {
         epoch_duties();
     }
     _core->count_sleeper(-1);
+#if MX_TRACING
+    if (_tracing) [[unlikely]] {
+        record(TraceEvent{.start = start, .end = system::cycles(), .kind = TraceEventKind::sleep});
+    }
+#endif
 }
 
 void Worker::wake() noexcept {

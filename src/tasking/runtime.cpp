@@ -7,9 +7,13 @@ namespace mx::tasking {
 
 Runtime::Runtime(const RuntimeConfig &config) : _core(std::make_unique<detail::RuntimeCore>(config)) {
     _core->start();
+    start_env_trace();
 }
 
-Runtime::~Runtime() { _core->stop(); }
+Runtime::~Runtime() {
+    stop_env_trace();
+    _core->stop();
+}
 
 void Runtime::start() { _core->start(); }
 

@@ -27,6 +27,9 @@ std::uint32_t Worker::steal() noexcept {
     // Own region first (its caches and memory are closer), then the others, each from a random
     // worker on, so thieves spread over victims.
     const std::uint32_t start = next_random(_steal_state);
+#if MX_TRACING
+    const std::uint64_t began = _tracing ? system::cycles() : 0;
+#endif
     const std::uint16_t regions = _core->region_count();
     for (std::uint16_t r = 0; r < regions; ++r) {
         const auto &region = _core->workers_of_region(static_cast<std::uint8_t>((_region + r) % regions));
@@ -36,12 +39,28 @@ std::uint32_t Worker::steal() noexcept {
                 continue;
             }
             if (const std::uint32_t count = steal_tasks_from(victim); count > 0) {
+#if MX_TRACING
+                if (_tracing) [[unlikely]] {
+                    record(TraceEvent{.start = began,
+                                      .end = system::cycles(),
+                                      .count = count,
+                                      .other = victim.id(),
+                                      .kind = TraceEventKind::steal_tasks});
+                    _trace.stolen_until = count;
+                }
+#endif
                 return count;
             }
         }
     }
     if (steal_domain()) {
-        return fill();
+        const std::uint32_t count = fill();
+#if MX_TRACING
+        if (_tracing) [[unlikely]] {
+            _trace.stolen_until = count;
+        }
+#endif
+        return count;
     }
     return 0;
 }
@@ -93,6 +112,15 @@ bool Worker::steal_domain() noexcept {
         }
         bump(_shared.stolen_domains);
         domain.release();
+#if MX_TRACING
+        if (_tracing) [[unlikely]] {
+            const std::uint64_t now = system::cycles();
+            record(TraceEvent{.start = now,
+                              .end = now,
+                              .other = static_cast<std::uint16_t>(id),
+                              .kind = TraceEventKind::steal_domain});
+        }
+#endif
         _steal_cursor = id + 1;
         return true;
     }

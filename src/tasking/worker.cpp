@@ -43,7 +43,14 @@ Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::ui
 
 void Worker::run() noexcept {
     tls_worker = this;
+    _shared.trace_ack.store(_trace_seen, std::memory_order_release);
     while (!_core->stop_requested()) {
+#if MX_TRACING
+        // Once per round, on a line the worker reads after every task anyway.
+        if (_core->trace_generation() != _trace_seen) [[unlikely]] {
+            sync_trace();
+        }
+#endif
         _buffer.size = fill();
         _buffer.position = 0;
         _reclamation.local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
@@ -58,18 +65,76 @@ void Worker::run() noexcept {
             }
             continue;
         }
+#if MX_TRACING
+        if (_tracing) [[unlikely]] {
+            if (_buffer.dynamic) {
+                run_buffer_dynamic<true>();
+            } else {
+                run_buffer_static<true>();
+            }
+            _trace.close(system::cycles());
+            _trace.stolen_until = 0;
+            release_domains();
+            continue;
+        }
+#endif
         if (_buffer.dynamic) {
-            run_buffer_dynamic();
+            run_buffer_dynamic<false>();
         } else {
-            run_buffer_static();
+            run_buffer_static<false>();
         }
         release_domains();
     }
     // A stop ends the loop between two tasks: drain() discards what is left in the buffer and
     // lets go of the domains held for it.
     tls_worker = nullptr;
+    // From here on this thread records nothing: a stop_trace waiting for it may take its buffer.
+    _shared.trace_ack.store(trace_ack_exited, std::memory_order_release);
 }
 
+void Worker::sync_trace() noexcept {
+    const std::uint32_t generation = _core->trace_generation();
+    _tracing = (generation & 1U) != 0;
+    _trace_seen = generation;
+    _shared.trace_ack.store(generation, std::memory_order_release);
+}
+
+[[gnu::always_inline]] inline void Worker::execute_traced(Task &task, bool stolen,
+                                                          TraceEvent &open) noexcept {
+    _bypass_chain = 0;
+    std::uint8_t flags = stolen ? trace_stolen : 0;
+    for (Task *current = &task; current != nullptr;) {
+        // Everything is read before the run: a finished task may be destroyed by complete().
+        const char *label = current->trace_label();
+        const void *what = label != nullptr ? static_cast<const void *>(label) : &typeid(*current);
+        const ResourcePtr resource = current->resource();
+        const auto address = reinterpret_cast<std::uintptr_t>(resource.get());
+        const auto event_flags = static_cast<std::uint8_t>(flags | (label != nullptr ? trace_label : 0U) |
+                                                           (current->squad() != nullptr ? trace_squad : 0U));
+        // One time stamp per run of equal tasks: it ends the previous run and starts this one
+        // (reading the counter costs more than a tiny task: about 13 ns on this VM).
+        if (open.count == 0 || !_trace.merge || open.what != what || open.resource != address ||
+            open.flags != event_flags || open.count == 0xFFFFFFFFU) [[unlikely]] {
+            const std::uint64_t now = system::cycles();
+            if (open.count != 0) {
+                open.end = now;
+                record(open);
+            }
+            open = TraceEvent{.start = now,
+                              .what = what,
+                              .resource = address,
+                              .other = resource ? static_cast<std::uint16_t>(primitive_of(resource))
+                                                : std::uint16_t{0},
+                              .kind = TraceEventKind::task,
+                              .flags = event_flags};
+        }
+        ++open.count;
+        current = execute_one(*current);
+        flags = trace_bypassed;
+    }
+}
+
+template <bool Traced>
 void Worker::run_buffer_static() noexcept {
     // Filling the buffer read no descriptor, so the first `distance` tasks are prefetched now,
     // then task i + distance before task i; top-ups keep that distance across fills.
@@ -80,20 +145,40 @@ void Worker::run_buffer_static() noexcept {
         }
     }
     std::uint32_t top_ups = 0;
+    // Traced: the open run of equal tasks lives in a local while the tasks run.
+    [[maybe_unused]] TraceEvent open{};
+    if constexpr (Traced) {
+        open = _trace.open;
+    }
     while (_buffer.position < _buffer.size) {
         if (distance > 0) {
             if (_buffer.position + distance == _buffer.size &&
-                (_held.empty() || top_ups < max_top_ups_holding_domains) && top_up()) {
-                ++top_ups;
+                (_held.empty() || top_ups < max_top_ups_holding_domains)) {
+                [[maybe_unused]] const std::uint32_t shifted = _buffer.position;
+                const bool added = top_up();
+                if constexpr (Traced) {
+                    _trace.stolen_until -= std::min(_trace.stolen_until, shifted);
+                }
+                if (added) {
+                    ++top_ups;
+                }
             }
             if (_buffer.position + distance < _buffer.size) {
                 prefetch_task_data(*_buffer.tasks[_buffer.position + distance]);
             }
         }
-        execute(*_buffer.tasks[_buffer.position++]);
-        if (_core->stop_requested()) [[unlikely]] {
-            return;
+        if constexpr (Traced) {
+            const std::uint32_t slot = _buffer.position++;
+            execute_traced(*_buffer.tasks[slot], slot < _trace.stolen_until, open);
+        } else {
+            execute(*_buffer.tasks[_buffer.position++]);
         }
+        if (_core->stop_requested()) [[unlikely]] {
+            break;
+        }
+    }
+    if constexpr (Traced) {
+        _trace.open = open;
     }
 }
 
@@ -110,6 +195,7 @@ bool Worker::top_up() noexcept {
     return added > 0;
 }
 
+template <bool Traced>
 void Worker::run_buffer_dynamic() noexcept {
     for (std::uint32_t i = 0; i < _buffer.size; ++i) {
         _buffer.expected_cycles[i] = _buffer.expected_cycles_of(*_buffer.tasks[i]);
@@ -118,19 +204,39 @@ void Worker::run_buffer_dynamic() noexcept {
     compute_prefetch_slots(_buffer.expected_cycles.data(), _buffer.prefetch_cycles.data(), _buffer.size,
                            _buffer.prefetch_slots.data());
     std::uint32_t next_prefetch = 0;
+    [[maybe_unused]] TraceEvent open{};
+    if constexpr (Traced) {
+        open = _trace.open;
+    }
     while (_buffer.position < _buffer.size) {
         while (next_prefetch < _buffer.size && _buffer.prefetch_slots[next_prefetch] <= _buffer.position) {
             prefetch_task_data(*_buffer.tasks[next_prefetch++]);
         }
         Task *task = _buffer.tasks[_buffer.position++];
-        if (--_buffer.sample_countdown == 0) [[unlikely]] {
+        if constexpr (Traced) {
+            const bool stolen = _buffer.position - 1 < _trace.stolen_until;
+            if (--_buffer.sample_countdown == 0) [[unlikely]] {
+                // While tracing, a sample also counts the bypass successors the task hands over.
+                _buffer.sample_countdown = PrefetchBuffer::sample_interval;
+                const void *type = &typeid(*task);
+                const std::uint64_t start = system::cycles();
+                execute_traced(*task, stolen, open);
+                _buffer.record_sample(type, static_cast<std::uint32_t>(std::min<std::uint64_t>(
+                                                system::cycles() - start, 1U << 24U)));
+            } else {
+                execute_traced(*task, stolen, open);
+            }
+        } else if (--_buffer.sample_countdown == 0) [[unlikely]] {
             execute_sampled(*task);
         } else {
             execute(*task);
         }
         if (_core->stop_requested()) [[unlikely]] {
-            return;
+            break;
         }
+    }
+    if constexpr (Traced) {
+        _trace.open = open;
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "mx/tasking/resource.h"
 #include "mx/tasking/squad.h"
 #include "mx/tasking/task.h"
+#include "mx/tasking/trace.h"
 
 namespace mx::tasking {
 
@@ -229,7 +231,25 @@ public:
     /// Runtime-owned tasks allocated and not yet freed (0 after wait() unless a task leaked).
     [[nodiscard]] std::uint64_t live_tasks() const noexcept { return _core->live_tasks(); }
 
+    /// Starts recording a task timeline (mx/tasking/trace.h) while tasks run: each worker starts
+    /// at its next round, and start_trace returns once all did (so every task spawned after it
+    /// returns is recorded). Returns "" on success, else why not (already recording, compiled out
+    /// with MX_TRACING=OFF, a bad $MX_TRACE_EVENTS, called from a task). Not concurrently with
+    /// start() or stop(). With $MX_TRACE=path set, the constructor starts a trace and the
+    /// destructor writes it there.
+    [[nodiscard]] std::string start_trace(const TraceConfig &config = {});
+    /// Stops recording and writes the trace to `path`: Chrome Trace Event JSON, or CSV when the
+    /// path ends in ".csv". Waits until every worker finished the task it runs now. An
+    /// unwritable path or no trace being recorded is an error in the result; the runtime goes on.
+    [[nodiscard]] TraceWriteResult stop_trace(const std::string &path);
+    /// Stops recording and hands the trace over in memory; nullopt when none was recorded.
+    [[nodiscard]] std::optional<Trace> stop_trace();
+    [[nodiscard]] bool tracing() const noexcept;
+
 private:
+    void start_env_trace();
+    void stop_env_trace() noexcept;
+
     std::unique_ptr<detail::RuntimeCore> _core;
 };
 

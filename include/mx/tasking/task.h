@@ -103,6 +103,11 @@ public:
     /// tasks only.
     virtual void commit(TaskContext &context) noexcept { static_cast<void>(context); }
 
+    /// The name of this task in a trace (mx/tasking/trace.h): a string that lives as long as the
+    /// trace, e.g. a literal. nullptr (the default) = the task's demangled type name. Called only
+    /// while tracing, before each run.
+    [[nodiscard]] virtual const char *trace_label() const noexcept { return nullptr; }
+
     void annotate(const Annotation &annotation) noexcept {
         _target_worker = annotation.target_worker;
         _target_region = annotation.target_region;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -25,9 +26,11 @@
 #include "mx/tasking/detail/reclamation.h"
 #include "mx/tasking/detail/sync_domain.h"
 #include "mx/tasking/detail/task_pool.h"
+#include "mx/tasking/detail/trace_buffer.h"
 #include "mx/tasking/resource.h"
 #include "mx/tasking/squad.h"
 #include "mx/tasking/task.h"
+#include "mx/tasking/trace.h"
 #include "mx/util/single_writer.h"
 
 namespace mx::tasking::detail {
@@ -105,6 +108,18 @@ public:
     [[nodiscard]] WorkerStatistics statistics() const noexcept;
     [[nodiscard]] const memory::TaskAllocator &allocator() const noexcept { return _allocator; }
 
+    /// Tracing thread (Runtime::start_trace), while this worker does not trace: a fresh buffer.
+    void prepare_trace(std::uint32_t capacity, bool merge_equal_tasks);
+    /// Tracing thread, after acknowledged(generation): hands the recorded events over.
+    Trace::Worker take_trace();
+    /// Any thread: whether the worker has seen trace generation `generation` (or has left its
+    /// loop): from then on it does not touch its trace buffer until the next generation.
+    [[nodiscard]] bool acknowledged(std::uint32_t generation) const noexcept {
+        const std::uint32_t ack = _shared.trace_ack.load(std::memory_order_acquire);
+        return ack == generation || ack == trace_ack_exited;
+    }
+    static constexpr std::uint32_t trace_ack_exited = 0xFFFFFFFFU;
+
 private:
     friend class RuntimeCore;
     /// Runs the task and the successors it hands over by bypass.
@@ -129,11 +144,21 @@ private:
     /// Resumes every parked coroutine task once; finished ones leave the group.
     void resume_group_round() noexcept;
     void execute_sampled(Task &task) noexcept;
+    template <bool Traced>
     void run_buffer_static() noexcept;
     /// Top-ups per round while the worker holds synchronization domains: a held domain cannot be
     /// stolen, so a round that keeps topping up must end now and then to let them go.
     static constexpr std::uint32_t max_top_ups_holding_domains = 4;
+    template <bool Traced>
     void run_buffer_dynamic() noexcept;
+    /// execute() that records each task of the bypass chain into `open`, the run of equal tasks
+    /// (a copy of TraceBuffer::open the buffer loop keeps in registers).
+    void execute_traced(Task &task, bool stolen, TraceEvent &open) noexcept;
+    /// Takes on the trace generation the runtime asks for (start or stop recording).
+    void sync_trace() noexcept;
+    /// Whether start_trace or stop_trace waits for this worker to notice (idle loop, sleep).
+    [[nodiscard]] bool trace_change_pending() const noexcept;
+    void record(const TraceEvent &event) noexcept { _trace.record(event); }
     /// Runs the task under its resource's primitive. False: an optimistic read kept failing;
     /// the task was put back into the pool.
     bool run_synchronized(Task &task, TaskContext &context, TaskResult &result) noexcept;
@@ -198,6 +223,11 @@ private:
     std::vector<std::uint32_t> _held; // domains held for the tasks of the current buffer
     std::uint32_t _steal_state;       // xorshift state for picking victims
     std::uint32_t _steal_cursor{0};   // next domain a domain steal looks at
+    // Tracing: the generation this worker follows (odd = recording), whether it records, and
+    // its buffer (TraceBuffer says who touches it when).
+    std::uint32_t _trace_seen{0};
+    bool _tracing{false};
+    TraceBuffer _trace;
 
     // Shared with producers and statistics readers, kept off the owner's lines.
     struct alignas(system::cache_line_size) Shared {
@@ -214,6 +244,9 @@ private:
         std::atomic<std::uint64_t> reclaimed{0};
         std::atomic<std::uint64_t> stolen_tasks{0};
         std::atomic<std::uint64_t> stolen_domains{0};
+        // Worker writes (release) the trace generation it follows, or trace_ack_exited when it
+        // leaves its loop; the tracing thread reads it (acquire) before it takes the buffer.
+        std::atomic<std::uint32_t> trace_ack{0};
     } _shared;
 };
 
@@ -279,6 +312,22 @@ public:
     }
     /// Called by a worker that found no work: wakes threads blocked in wait().
     void notify_idle() noexcept;
+
+    // --- tracing (trace.cpp) ---
+    /// Odd while recording. Written by start_trace/stop_trace, read by workers once per round.
+    /// seq_cst for the hand-shake with sleeping workers (a plain load on x86, like acquire).
+    [[nodiscard]] std::uint32_t trace_generation() const noexcept {
+        return _trace_generation.load(std::memory_order_seq_cst);
+    }
+    /// Empty on success, else why not (already recording, compiled out, called from a task).
+    std::string start_trace(const TraceConfig &config);
+    /// Stops recording and hands the trace over; false (and `error`) when not recording.
+    bool stop_trace(Trace &trace, std::string &error);
+    [[nodiscard]] bool tracing() const noexcept { return (trace_generation() & 1U) != 0; }
+    /// Wakes every worker and waits until each follows trace generation `generation`.
+    void await_workers(std::uint32_t generation) noexcept;
+    /// MX_TRACE: the path the trace started by the environment goes to ("" = none).
+    std::string env_trace_path;
 
     [[nodiscard]] std::uint64_t live_tasks() const noexcept;
 
@@ -350,12 +399,19 @@ private:
     std::unique_ptr<memory::TaskAllocator> _external_allocator; // guarded by _external_mutex
 
     std::mutex _mapping_mutex; // guards SyncDomain::weight and _next_domain
+    std::mutex _trace_mutex;   // serializes start_trace and stop_trace
+    // Written under _trace_mutex by start_trace, read by stop_trace: the clock at the start.
+    std::uint64_t _trace_origin_tsc{0};
+    std::int64_t _trace_origin_ns{0};
     std::uint32_t _next_domain{0};
 
     // Shared: written by outside threads / workers, read by everyone.
     alignas(system::cache_line_size) std::atomic<std::uint64_t> _external_spawned[epoch_buckets]{};
     std::atomic<std::uint32_t> _next_external_worker{0};
     alignas(system::cache_line_size) std::atomic<bool> _stop_requested{false};
+    // On the line of _stop_requested, which workers read after every task anyway, so the per-round
+    // check of the trace generation costs no extra cache miss.
+    std::atomic<std::uint32_t> _trace_generation{0};
     std::atomic<std::uint32_t> _waiters{0};
     std::atomic<std::uint32_t> _idle_events{0}; // futex word for wait()
     std::atomic<std::int64_t> _oversized_live{0};
@@ -398,6 +454,16 @@ inline bool routed_to_owner(const Task &task) noexcept {
     const sync::Primitive primitive = primitive_of(resource);
     return primitive == sync::Primitive::scheduling ||
            (primitive == sync::Primitive::optimistic_scheduled && task.access() == AccessMode::write);
+}
+
+inline bool Worker::trace_change_pending() const noexcept {
+#if MX_TRACING
+    // seq_cst: sleep() stores `sleeping` and then calls this; stop_trace stores the generation and
+    // then looks at `sleeping` (Dekker, as for spawns).
+    return _core->trace_generation() != _trace_seen;
+#else
+    return false;
+#endif
 }
 
 inline bool Worker::holds(std::uint32_t domain) const noexcept { return _core->domain(domain).held_by(_id); }

@@ -1,0 +1,114 @@
+#pragma once
+
+// Task timeline traces: what each worker ran and when, its idle and sleep intervals and its
+// steals, recorded into per-worker buffers and written as Chrome Trace Event JSON (opened by
+// ui.perfetto.dev and chrome://tracing) or CSV. Recording: Runtime::start_trace / stop_trace, or
+// MX_TRACE=path for the whole life of a Runtime. docs/tracing.md is the guide,
+// docs/design/tracing.md the internals.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// The CMake option MX_TRACING=OFF defines this to 0: the recording code is compiled out of the
+// worker loop, and start_trace reports that tracing is not available.
+#ifndef MX_TRACING
+#define MX_TRACING 1
+#endif
+
+namespace mx::tasking {
+
+enum class TraceEventKind : std::uint8_t {
+    task,         ///< one run of a task (its execute, under its resource's primitive)
+    idle,         ///< the worker found nothing to run: from entering idle() to leaving it
+    sleep,        ///< inside an idle interval: asleep on its futex
+    steal_tasks,  ///< took `count` tasks from worker `other`'s deque
+    steal_domain, ///< took over synchronization domain `other`
+};
+
+/// Flags of a task event.
+inline constexpr std::uint8_t trace_stolen = 1U;   ///< taken from another worker's deque or domain
+inline constexpr std::uint8_t trace_bypassed = 2U; ///< ran at once as a predecessor's bypass successor
+inline constexpr std::uint8_t trace_squad = 4U;    ///< annotated with a squad
+inline constexpr std::uint8_t trace_label = 8U;    ///< `what` is a label (const char *), else a type_info
+
+/// One recorded event, 40 bytes. Times are raw time-stamp counter values.
+struct TraceEvent {
+    std::uint64_t start{0};
+    std::uint64_t end{0};
+    /// task: its Task::trace_label() or its std::type_info (see trace_label); else nullptr.
+    const void *what{nullptr};
+    /// task: the annotated resource's object address (0 = none).
+    std::uint64_t resource{0};
+    /// task: tasks in this slice (consecutive equal tasks share one, see TraceConfig); steal_tasks:
+    /// tasks taken; else 0.
+    std::uint32_t count{0};
+    /// task: sync::Primitive of its resource; steal_tasks: victim worker; steal_domain: domain.
+    std::uint16_t other{0};
+    TraceEventKind kind{TraceEventKind::task};
+    std::uint8_t flags{0};
+};
+static_assert(sizeof(TraceEvent) == 40, "trace events stay small: a buffer holds many");
+
+/// How to record.
+struct TraceConfig {
+    /// Events each worker keeps; later ones are dropped and counted. 40 bytes each, allocated
+    /// (and touched) by start_trace. 0 = $MX_TRACE_EVENTS if set, else 262144 (10 MiB).
+    std::uint32_t events_per_worker{0};
+    /// Consecutive tasks of one worker with the same name, resource and flags share one event
+    /// (its count says how many; the slice spans them): one time stamp per run of equal tasks
+    /// instead of one per task, which keeps recording cheap for tiny tasks. Off: an event per task.
+    bool merge_equal_tasks{true};
+};
+
+/// The outcome of writing a trace file.
+struct TraceWriteResult {
+    std::string error; ///< empty on success
+    std::uint64_t events{0};
+    std::uint64_t dropped{0};
+    [[nodiscard]] bool ok() const noexcept { return error.empty(); }
+};
+
+/// One line of a per-task-type profile: the task events of one name on one worker.
+struct TaskProfile {
+    std::string name;
+    std::uint16_t worker{0};
+    std::uint64_t tasks{0};
+    std::uint64_t total_cycles{0};
+    std::uint64_t stolen{0};   ///< of `tasks`, taken from another worker
+    std::uint64_t bypassed{0}; ///< of `tasks`, run as a bypass successor
+    [[nodiscard]] double mean_cycles() const noexcept {
+        return tasks == 0 ? 0.0 : static_cast<double>(total_cycles) / static_cast<double>(tasks);
+    }
+};
+
+/// A recorded trace, handed out by Runtime::stop_trace().
+class Trace {
+public:
+    struct Worker {
+        std::vector<TraceEvent> events; ///< in the order the worker finished them
+        std::uint64_t dropped{0};       ///< events that did not fit
+    };
+
+    std::vector<Worker> workers;
+    std::uint64_t origin_tsc{0};  ///< counter value at start_trace: time 0 in the files
+    double cycles_per_us{1000.0}; ///< counter rate, measured between start and stop
+
+    [[nodiscard]] std::uint64_t events() const noexcept;
+    [[nodiscard]] std::uint64_t dropped() const noexcept;
+    /// The name shown for an event: the task's label or demangled type, or the event kind.
+    [[nodiscard]] std::string name(const TraceEvent &event) const;
+    /// Microseconds from origin_tsc.
+    [[nodiscard]] double microseconds(std::uint64_t tsc) const noexcept;
+    /// Writes Chrome Trace Event JSON, or CSV when `path` ends in ".csv". An unwritable path is
+    /// an error in the result, never an exception.
+    [[nodiscard]] TraceWriteResult write(const std::string &path) const;
+    [[nodiscard]] std::string to_json() const;
+    [[nodiscard]] std::string to_csv() const;
+    /// Tasks and cycles per task name and worker, most cycles first (dropped events missing).
+    [[nodiscard]] std::vector<TaskProfile> profile() const;
+    /// profile() as an aligned text table, with a line per name over all workers.
+    [[nodiscard]] std::string profile_table() const;
+};
+
+} // namespace mx::tasking

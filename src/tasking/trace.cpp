@@ -1,0 +1,551 @@
+// Task timeline traces: starting and stopping the recording (the hand-shake with the workers),
+// and writing a recorded trace as Chrome Trace Event JSON or CSV. The recording itself is in the
+// worker loop (worker.cpp, idle.cpp, stealing.cpp); docs/design/tracing.md explains the design.
+
+#include "mx/tasking/trace.h"
+
+#include "mx/tasking/runtime.h"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <thread>
+#include <typeinfo>
+#include <unordered_map>
+
+namespace mx::tasking {
+
+namespace {
+
+constexpr std::uint32_t default_events_per_worker = 1U << 18U;
+
+std::int64_t steady_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+const char *primitive_name(std::uint16_t primitive) noexcept {
+    switch (static_cast<sync::Primitive>(primitive)) {
+    case sync::Primitive::none:
+        return "none";
+    case sync::Primitive::spinlock:
+        return "spinlock";
+    case sync::Primitive::rw_latch:
+        return "rw_latch";
+    case sync::Primitive::optimistic_latched:
+        return "optimistic_latched";
+    case sync::Primitive::optimistic_scheduled:
+        return "optimistic_scheduled";
+    case sync::Primitive::scheduling:
+        return "scheduling";
+    case sync::Primitive::htm:
+        return "htm";
+    }
+    return "unknown";
+}
+
+const char *kind_name(TraceEventKind kind) noexcept {
+    switch (kind) {
+    case TraceEventKind::task:
+        return "task";
+    case TraceEventKind::idle:
+        return "idle";
+    case TraceEventKind::sleep:
+        return "sleep";
+    case TraceEventKind::steal_tasks:
+        return "steal_tasks";
+    case TraceEventKind::steal_domain:
+        return "steal_domain";
+    }
+    return "unknown";
+}
+
+std::string demangle(const char *mangled) {
+    int status = 0;
+    std::unique_ptr<char, decltype(&std::free)> text{abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
+                                                     &std::free};
+    return status == 0 && text ? std::string{text.get()} : std::string{mangled};
+}
+
+/// Names of events, each type demangled once per file.
+class Names {
+public:
+    explicit Names(const Trace &trace) : _trace(&trace) {}
+    const std::string &operator()(const TraceEvent &event) {
+        const void *key = event.kind == TraceEventKind::task ? event.what : nullptr;
+        if (key == nullptr) {
+            return _kinds[static_cast<std::size_t>(event.kind)] = _trace->name(event);
+        }
+        auto [it, inserted] = _cache.try_emplace(key);
+        if (inserted) {
+            it->second = _trace->name(event);
+        }
+        return it->second;
+    }
+
+private:
+    const Trace *_trace;
+    std::unordered_map<const void *, std::string> _cache;
+    std::string _kinds[8];
+};
+
+/// Output that goes to a string or a file, through the same formatting code.
+class Sink {
+public:
+    explicit Sink(std::FILE *file) noexcept : _file(file) {}
+    explicit Sink(std::string &text) noexcept : _text(&text) {}
+    void put(std::string_view text) {
+        if (_file != nullptr) {
+            _failed = _failed || std::fwrite(text.data(), 1, text.size(), _file) != text.size();
+        } else {
+            _text->append(text);
+        }
+    }
+    template <class... Args>
+    void printf(const char *format, Args... args) {
+        char line[256];
+        const int length = std::snprintf(line, sizeof(line), format, args...);
+        put(std::string_view{line, static_cast<std::size_t>(std::clamp(length, 0, int{sizeof(line) - 1}))});
+    }
+    [[nodiscard]] bool failed() const noexcept { return _failed; }
+
+private:
+    std::FILE *_file{nullptr};
+    std::string *_text{nullptr};
+    bool _failed{false};
+};
+
+void put_json_string(Sink &out, std::string_view text) {
+    out.put("\"");
+    std::size_t begin = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c == '"' || c == '\\' || c < 0x20) {
+            out.put(text.substr(begin, i - begin));
+            if (c == '"' || c == '\\') {
+                const char escaped[2] = {'\\', static_cast<char>(c)};
+                out.put(std::string_view{escaped, 2});
+            } else {
+                out.printf("\\u%04x", unsigned{c});
+            }
+            begin = i + 1;
+        }
+    }
+    out.put(text.substr(begin));
+    out.put("\"");
+}
+
+void put_csv_string(Sink &out, std::string_view text) {
+    out.put("\"");
+    std::size_t begin = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '"') {
+            out.put(text.substr(begin, i + 1 - begin));
+            out.put("\"");
+            begin = i + 1;
+        }
+    }
+    out.put(text.substr(begin));
+    out.put("\"");
+}
+
+void write_json(const Trace &trace, Sink &out) {
+    Names names{trace};
+    out.printf("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"mxtasking\",\"workers\":%zu,"
+               "\"events\":%" PRIu64 ",\"dropped\":%" PRIu64
+               ",\"cycles_per_us\":%.3f,\"dropped_per_worker\":[",
+               trace.workers.size(), trace.events(), trace.dropped(), trace.cycles_per_us);
+    for (std::size_t w = 0; w < trace.workers.size(); ++w) {
+        out.printf(w == 0 ? "%" PRIu64 : ",%" PRIu64, trace.workers[w].dropped);
+    }
+    out.put("]},\n\"traceEvents\":[\n");
+    out.put("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"mxtasking\"}}");
+    for (std::size_t w = 0; w < trace.workers.size(); ++w) {
+        out.printf(",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"name\":"
+                   "\"worker %zu\"}}",
+                   w, w);
+        out.printf(",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"sort_"
+                   "index\":%zu}}",
+                   w, w);
+    }
+    for (std::size_t w = 0; w < trace.workers.size(); ++w) {
+        for (const TraceEvent &event : trace.workers[w].events) {
+            out.put(",\n{\"name\":");
+            put_json_string(out, names(event));
+            const double start = trace.microseconds(event.start);
+            const double duration = trace.microseconds(event.end) - start;
+            out.printf(
+                ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{",
+                kind_name(event.kind), w, start, duration);
+            switch (event.kind) {
+            case TraceEventKind::task:
+                out.printf("\"tasks\":%u,\"resource\":\"0x%" PRIx64
+                           "\",\"primitive\":\"%s\",\"stolen\":%s,\"bypassed\":%s,"
+                           "\"squad\":%s,\"cycles\":%" PRIu64 "}}",
+                           event.count, event.resource, primitive_name(event.other),
+                           (event.flags & trace_stolen) != 0 ? "true" : "false",
+                           (event.flags & trace_bypassed) != 0 ? "true" : "false",
+                           (event.flags & trace_squad) != 0 ? "true" : "false", event.end - event.start);
+                break;
+            case TraceEventKind::steal_tasks:
+                out.printf("\"tasks\":%u,\"victim\":%u}}", event.count, unsigned{event.other});
+                break;
+            case TraceEventKind::steal_domain:
+                out.printf("\"domain\":%u}}", unsigned{event.other});
+                break;
+            default:
+                out.put("}}");
+                break;
+            }
+        }
+    }
+    out.put("\n]}\n");
+}
+
+void write_csv(const Trace &trace, Sink &out) {
+    Names names{trace};
+    out.printf("# mxtasking trace: workers=%zu events=%" PRIu64 " dropped=%" PRIu64 " cycles_per_us=%.3f\n",
+               trace.workers.size(), trace.events(), trace.dropped(), trace.cycles_per_us);
+    out.put(
+        "worker,kind,name,start_us,duration_us,start_tsc,end_tsc,resource,primitive,stolen,bypassed,squad,"
+        "count,other\n");
+    for (std::size_t w = 0; w < trace.workers.size(); ++w) {
+        for (const TraceEvent &event : trace.workers[w].events) {
+            const double start = trace.microseconds(event.start);
+            out.printf("%zu,%s,", w, kind_name(event.kind));
+            put_csv_string(out, names(event));
+            out.printf(",%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",0x%" PRIx64 ",%s,%d,%d,%d,%u,%u\n", start,
+                       trace.microseconds(event.end) - start, event.start, event.end, event.resource,
+                       event.kind == TraceEventKind::task ? primitive_name(event.other) : "",
+                       (event.flags & trace_stolen) != 0 ? 1 : 0, (event.flags & trace_bypassed) != 0 ? 1 : 0,
+                       (event.flags & trace_squad) != 0 ? 1 : 0, event.count,
+                       event.kind == TraceEventKind::task ? 0U : unsigned{event.other});
+        }
+    }
+}
+
+bool ends_with(std::string_view text, std::string_view suffix) noexcept {
+    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+} // namespace
+
+// ---- Trace ---------------------------------------------------------------------------------
+
+std::uint64_t Trace::events() const noexcept {
+    std::uint64_t sum = 0;
+    for (const auto &worker : workers) {
+        sum += worker.events.size();
+    }
+    return sum;
+}
+
+std::uint64_t Trace::dropped() const noexcept {
+    std::uint64_t sum = 0;
+    for (const auto &worker : workers) {
+        sum += worker.dropped;
+    }
+    return sum;
+}
+
+std::string Trace::name(const TraceEvent &event) const {
+    if (event.kind != TraceEventKind::task) {
+        return kind_name(event.kind);
+    }
+    if (event.what == nullptr) {
+        return "task";
+    }
+    if ((event.flags & trace_label) != 0) {
+        return static_cast<const char *>(event.what);
+    }
+    return demangle(static_cast<const std::type_info *>(event.what)->name());
+}
+
+double Trace::microseconds(std::uint64_t tsc) const noexcept {
+    // Signed: an interval that began just before the origin (on another core's counter) stays
+    // in place instead of wrapping around.
+    return static_cast<double>(static_cast<std::int64_t>(tsc - origin_tsc)) / cycles_per_us;
+}
+
+std::vector<TaskProfile> Trace::profile() const {
+    std::vector<TaskProfile> rows;
+    Names names{*this};
+    for (std::size_t w = 0; w < workers.size(); ++w) {
+        std::unordered_map<std::string, std::size_t> index;
+        for (const TraceEvent &event : workers[w].events) {
+            if (event.kind != TraceEventKind::task) {
+                continue;
+            }
+            const std::string &name = names(event);
+            auto [it, inserted] = index.try_emplace(name, rows.size());
+            if (inserted) {
+                rows.push_back(TaskProfile{.name = name, .worker = static_cast<std::uint16_t>(w)});
+            }
+            TaskProfile &row = rows[it->second];
+            row.tasks += event.count;
+            row.total_cycles += event.end - event.start;
+            row.stolen += (event.flags & trace_stolen) != 0 ? event.count : 0U;
+            row.bypassed += (event.flags & trace_bypassed) != 0 ? event.count : 0U;
+        }
+    }
+    std::sort(rows.begin(), rows.end(), [](const TaskProfile &a, const TaskProfile &b) {
+        return a.total_cycles != b.total_cycles ? a.total_cycles > b.total_cycles : a.worker < b.worker;
+    });
+    return rows;
+}
+
+std::string Trace::profile_table() const {
+    const std::vector<TaskProfile> rows = profile();
+    std::vector<TaskProfile> totals;
+    std::unordered_map<std::string, std::size_t> index;
+    for (const TaskProfile &row : rows) {
+        auto [it, inserted] = index.try_emplace(row.name, totals.size());
+        if (inserted) {
+            totals.push_back(TaskProfile{.name = row.name});
+        }
+        TaskProfile &total = totals[it->second];
+        total.tasks += row.tasks;
+        total.total_cycles += row.total_cycles;
+        total.stolen += row.stolen;
+        total.bypassed += row.bypassed;
+    }
+    std::string text;
+    Sink out{text};
+    out.printf("%-8s %12s %16s %12s %10s %10s  %s\n", "worker", "tasks", "total_cycles", "mean_cycles",
+               "stolen", "bypassed", "task");
+    const auto line = [&out](const TaskProfile &row, const char *worker) {
+        out.printf("%-8s %12" PRIu64 " %16" PRIu64 " %12.1f %10" PRIu64 " %10" PRIu64 "  ", worker, row.tasks,
+                   row.total_cycles, row.mean_cycles(), row.stolen, row.bypassed);
+        out.put(row.name);
+        out.put("\n");
+    };
+    for (const TaskProfile &total : totals) {
+        line(total, "all");
+        for (const TaskProfile &row : rows) {
+            if (row.name == total.name) {
+                line(row, std::to_string(row.worker).c_str());
+            }
+        }
+    }
+    if (dropped() > 0) {
+        out.printf("(%" PRIu64 " events dropped: the buffers were full; counts are lower bounds)\n",
+                   dropped());
+    }
+    return text;
+}
+
+std::string Trace::to_json() const {
+    std::string text;
+    Sink out{text};
+    write_json(*this, out);
+    return text;
+}
+
+std::string Trace::to_csv() const {
+    std::string text;
+    Sink out{text};
+    write_csv(*this, out);
+    return text;
+}
+
+TraceWriteResult Trace::write(const std::string &path) const {
+    TraceWriteResult result;
+    result.events = events();
+    result.dropped = dropped();
+    std::FILE *file = std::fopen(path.c_str(), "w");
+    if (file == nullptr) {
+        result.error = "cannot write trace to '" + path + "': " + std::strerror(errno);
+        return result;
+    }
+    Sink out{file};
+    if (ends_with(path, ".csv")) {
+        write_csv(*this, out);
+    } else {
+        write_json(*this, out);
+    }
+    const bool closed = std::fclose(file) == 0;
+    if (out.failed() || !closed) {
+        result.error = "cannot write trace to '" + path + "': " + std::strerror(errno);
+    }
+    return result;
+}
+
+// ---- Runtime -------------------------------------------------------------------------------
+
+std::string Runtime::start_trace(const TraceConfig &config) { return _core->start_trace(config); }
+
+std::optional<Trace> Runtime::stop_trace() {
+    Trace trace;
+    std::string error;
+    if (!_core->stop_trace(trace, error)) {
+        return std::nullopt;
+    }
+    return trace;
+}
+
+TraceWriteResult Runtime::stop_trace(const std::string &path) {
+    Trace trace;
+    std::string error;
+    if (!_core->stop_trace(trace, error)) {
+        TraceWriteResult result;
+        result.error = error;
+        return result;
+    }
+    return trace.write(path);
+}
+
+bool Runtime::tracing() const noexcept { return _core->tracing(); }
+
+void Runtime::start_env_trace() {
+    const char *path = std::getenv("MX_TRACE");
+    if (path == nullptr || *path == '\0') {
+        return;
+    }
+    if (const std::string error = start_trace(); !error.empty()) {
+        std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", error.c_str());
+        return;
+    }
+    _core->env_trace_path = path;
+}
+
+void Runtime::stop_env_trace() noexcept {
+    if (_core->env_trace_path.empty() || !_core->tracing()) {
+        return;
+    }
+    try {
+        const TraceWriteResult result = stop_trace(_core->env_trace_path);
+        if (result.ok()) {
+            std::fprintf(stderr, "mxtasking: trace written to %s (%" PRIu64 " events, %" PRIu64 " dropped)\n",
+                         _core->env_trace_path.c_str(), result.events, result.dropped);
+        } else {
+            std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", result.error.c_str());
+        }
+    } catch (const std::exception &error) {
+        std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", error.what());
+    }
+}
+
+namespace detail {
+
+// ---- the hand-shake with the workers -------------------------------------------------------
+
+void Worker::prepare_trace(std::uint32_t capacity, bool merge_equal_tasks) {
+    _trace.storage.assign(capacity, TraceEvent{}); // touched now, not on the first events
+    _trace.merge = merge_equal_tasks;
+    _trace.open = TraceEvent{};
+    _trace.size = 0;
+    _trace.dropped = 0;
+    _trace.stolen_until = 0;
+}
+
+Trace::Worker Worker::take_trace() {
+    Trace::Worker result;
+    _trace.storage.resize(_trace.size);
+    result.events = std::move(_trace.storage);
+    result.dropped = _trace.dropped;
+    _trace.storage = {};
+    _trace.size = 0;
+    _trace.dropped = 0;
+    return result;
+}
+
+std::string RuntimeCore::start_trace(const TraceConfig &config) {
+#if MX_TRACING
+    if (const Worker *worker = current_worker(); worker != nullptr && &worker->core() == this) {
+        return "start_trace cannot be called from a task of the same runtime";
+    }
+    std::lock_guard lock{_trace_mutex};
+    const std::uint32_t generation = _trace_generation.load(std::memory_order_relaxed);
+    if ((generation & 1U) != 0) {
+        return "a trace is already being recorded (stop_trace first)";
+    }
+    std::uint32_t capacity = config.events_per_worker;
+    if (capacity == 0) {
+        capacity = default_events_per_worker;
+        if (const char *text = std::getenv("MX_TRACE_EVENTS"); text != nullptr && *text != '\0') {
+            char *end = nullptr;
+            const unsigned long long value = std::strtoull(text, &end, 10);
+            if (*end != '\0' || value == 0 || value > 0xFFFFFFFFULL) {
+                return std::string{"MX_TRACE_EVENTS: '"} + text +
+                       "' is not a number of events from 1 to 4294967295";
+            }
+            capacity = static_cast<std::uint32_t>(value);
+        }
+    }
+    // Every worker acknowledged the last stop (or never traced): nobody touches the buffers.
+    for (auto &worker : _workers) {
+        worker->prepare_trace(capacity, config.merge_equal_tasks);
+    }
+    _trace_origin_ns = steady_ns();
+    _trace_origin_tsc = system::cycles();
+    _trace_generation.store(generation + 1, std::memory_order_seq_cst);
+    // Every task spawned after this returns is recorded: wait until each worker took the
+    // generation on (at its next round; a sleeping one is woken for it) or has left its loop.
+    await_workers(generation + 1);
+    return {};
+#else
+    static_cast<void>(config);
+    return "tracing is compiled out of this build (CMake option MX_TRACING=OFF)";
+#endif
+}
+
+void RuntimeCore::await_workers(std::uint32_t generation) noexcept {
+    // A sleeping worker would not come round to its loop: wake it (Dekker with sleep()).
+    for (auto &worker : _workers) {
+        worker->wake();
+    }
+    // Each worker notices at its next round (after the task it runs now) or has left its loop.
+    for (auto &worker : _workers) {
+        while (!worker->acknowledged(generation)) {
+            std::this_thread::sleep_for(std::chrono::microseconds{50});
+        }
+    }
+}
+
+bool RuntimeCore::stop_trace(Trace &trace, std::string &error) {
+    if (const Worker *worker = current_worker(); worker != nullptr && &worker->core() == this) {
+        error = "stop_trace cannot be called from a task of the same runtime";
+        return false;
+    }
+    std::lock_guard lock{_trace_mutex};
+    const std::uint32_t generation = _trace_generation.load(std::memory_order_relaxed);
+    if ((generation & 1U) == 0) {
+        error = "no trace is being recorded (start_trace first)";
+        return false;
+    }
+    std::uint64_t end_tsc = system::cycles();
+    std::int64_t end_ns = steady_ns();
+    const std::uint32_t stopped = generation + 1;
+    _trace_generation.store(stopped, std::memory_order_seq_cst);
+    await_workers(stopped);
+    // The counter rate, from the recorded interval; a very short one is stretched to 2 ms.
+    if (end_ns - _trace_origin_ns < 2'000'000) {
+        const std::int64_t until = _trace_origin_ns + 2'000'000;
+        while (steady_ns() < until) {
+            std::this_thread::yield();
+        }
+        end_tsc = system::cycles();
+        end_ns = steady_ns();
+    }
+    trace.origin_tsc = _trace_origin_tsc;
+    trace.cycles_per_us = static_cast<double>(end_tsc - _trace_origin_tsc) /
+                          (static_cast<double>(end_ns - _trace_origin_ns) / 1000.0);
+    trace.workers.clear();
+    for (auto &worker : _workers) {
+        trace.workers.push_back(worker->take_trace());
+    }
+    return true;
+}
+
+} // namespace detail
+
+} // namespace mx::tasking

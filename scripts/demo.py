@@ -214,6 +214,7 @@ def runtime_suite(ctx):
         "idle_cpu_percent": Target("idle_cpu_percent", None, "percent_of_one_core", "< 1"),
         "fib_vs_tbb_1w": Target("fib_vs_tbb_1w", None, "ratio", ">= 1.0"),
         "fib_vs_tbb_2w": Target("fib_vs_tbb_2w", None, "ratio", ">= 1.0"),
+        "trace_on_overhead_percent": Target("trace_on_overhead_percent", None, "percent", "< 10"),
     }
     for bench in DISTURBED:
         targets[f"disturbed_steal_on_vs_off_{bench}"] = Target(f"disturbed_steal_on_vs_off_{bench}", None, "ratio",
@@ -280,6 +281,7 @@ def runtime_suite(ctx):
                 if rows:
                     alloc_rows.append(rows)
     disturbed_rows = runtime_disturbed(ctx, driver, targets, sizes)
+    runtime_trace_overhead(ctx, driver, targets["trace_on_overhead_percent"], sizes, rounds)
     merged = aggregate(row_lists + alloc_rows + disturbed_rows)
 
     # Targets, from this run only; ratios are medians of per-repetition ratios (interleaved runs).
@@ -322,6 +324,32 @@ def runtime_suite(ctx):
                                                                " (--quick; the target is for fib(26) or larger)")
                        if target.value is not None else "fib did not produce mx_default and tbb_task_group figures")
     return "runtime", merged, list(targets.values())
+
+
+def runtime_trace_overhead(ctx, driver, target, sizes, rounds):
+    """spawn_local on 1 worker without and with the task timeline recording (every task profiled
+    into the trace buffers), interleaved processes; the target is the throughput lost while
+    recording, from the medians over rounds. (Tracing compiled out needs a second build:
+    scripts/trace_overhead.sh measures that.)"""
+    tasks = int(sizes["spawn_local"][1])
+    common = ["-b", "spawn_local", "-w", "1", "--variants", "mx", "-r", "5", "--warmup", "1",
+              "--tasks", str(tasks)]
+    print("  runtime: tracing overhead (spawn_local, 1 worker, recording off / on, interleaved) ...", flush=True)
+    rates = {"off": [], "on": []}
+    for round_index in range(rounds):
+        for mode in ("off", "on"):
+            extra = [] if mode == "off" else ["--profile", "--trace-events", str(tasks + 100000)]
+            rows = ctx.run(driver, common + extra, f"trace_{mode}_{round_index}.csv", timeout=120)
+            value = value_of(rows or [], "spawn_local", "mx", 1, "tasks_per_second")
+            if value:
+                rates[mode].append(value)
+    if rates["off"] and rates["on"]:
+        off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
+        target.value = (off / on - 1) * 100
+        target.note = (f"spawn_local {tasks} tasks, 1 worker, medians over {len(rates['on'])} processes: "
+                       f"{off / 1e6:.1f} vs {on / 1e6:.1f} M tasks/s")
+    else:
+        target.note = "mx_bench_runtime produced no spawn_local figures with and without recording"
 
 
 def print_runtime_tables(rows):

@@ -136,7 +136,7 @@ struct VariantConfig {
     std::uint16_t workers{1};
     std::size_t batch{default_batch};
     // mxtasking only
-    std::uint32_t prefetch_distance{3}; // the runtime's default is 2; 3 suits the tree's key-line hints
+    std::uint32_t prefetch_distance{4}; // the runtime's default is 2; 4 suits the tree's half-key hints
     std::uint32_t task_buffer{tasking::RuntimeConfig{}.task_buffer_size};
     bool dynamic_prefetch{false};
     std::string primitive{"auto"}; // auto = the cost model

@@ -61,10 +61,11 @@ struct TreeConfig {
     double inner_read_ratio{0.99};
     double leaf_read_ratio{0.5};
     /// Prefetch hints: header plus this many eighths of the key array, for reading and for
-    /// writing steps. The dissertation (5.4) found half the keys best for lookups; here all of
-    /// them are, with RuntimeConfig::prefetch_distance 3 (at 2, all and half are alike; the
-    /// sweep is in docs/benchmarks.md, B-link tree).
-    std::uint32_t read_prefetch_eighths{8};
+    /// writing steps. Half the keys for lookups, as the dissertation (5.4) found: fewer lines in
+    /// flight per step leave room to prefetch further ahead (RuntimeConfig::prefetch_distance 4
+    /// in the YCSB driver), which beat all key lines at distance 3 on the Intel guest by 10-15 %
+    /// (the sweeps are in docs/benchmarks.md, B-link tree).
+    std::uint32_t read_prefetch_eighths{4};
     std::uint32_t write_prefetch_eighths{8};
     /// How reading steps prefetch: into all cache levels (temporal), or non-temporal, which
     /// keeps lines read once per visit from displacing the upper levels in L2/L3.

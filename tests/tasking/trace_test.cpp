@@ -52,6 +52,12 @@ struct Json {
         const auto it = object.find(key);
         return it == object.end() ? nullptr : &it->second;
     }
+    /// The member `key`, or a null value when it is missing (a failed check, not a crash).
+    [[nodiscard]] const Json &at(const std::string &key) const {
+        static const Json missing;
+        const auto it = object.find(key);
+        return it == object.end() ? missing : it->second;
+    }
 };
 
 class JsonReader {
@@ -241,8 +247,8 @@ TEST(TraceJsonReader, RejectsMalformedDocuments) {
     EXPECT_FALSE(JsonReader{"{} x"}.read());
     const auto ok = JsonReader{R"({"a":[1,-2.5e3,"x\"y",true,null]})"}.read();
     ASSERT_TRUE(ok);
-    EXPECT_EQ(ok->get("a")->array.size(), 5U);
-    EXPECT_EQ(ok->get("a")->array[2].string, "x\"y");
+    EXPECT_EQ(ok->at("a").array.size(), 5U);
+    EXPECT_EQ(ok->at("a").array[2].string, "x\"y");
 }
 
 // ---- tasks of the known graph ------------------------------------------------------------
@@ -498,9 +504,9 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
         ASSERT_TRUE(phase != nullptr && tid != nullptr && event.get("name") != nullptr);
         ASSERT_LT(tid->number, workers());
         const auto track = static_cast<std::size_t>(tid->number);
-        if (phase->string == "M" && event.get("name")->string == "thread_name") {
+        if (phase->string == "M" && event.at("name").string == "thread_name") {
             named[track] = true;
-            EXPECT_EQ(event.get("args")->get("name")->string, "worker " + std::to_string(track));
+            EXPECT_EQ(event.at("args").at("name").string, "worker " + std::to_string(track));
             continue;
         }
         if (phase->string != "X") {
@@ -508,11 +514,11 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
         }
         ++slices;
         ASSERT_TRUE(event.get("ts") != nullptr && event.get("dur") != nullptr);
-        EXPECT_GE(event.get("dur")->number, 0.0);
-        if (event.get("name")->string == "leaf") {
-            leaves_per_track[track] += static_cast<std::uint64_t>(event.get("args")->get("tasks")->number);
-            EXPECT_EQ(event.get("cat")->string, "task");
-            EXPECT_EQ(event.get("args")->get("stolen")->type, Json::Type::boolean);
+        EXPECT_GE(event.at("dur").number, 0.0);
+        if (event.at("name").string == "leaf") {
+            leaves_per_track[track] += static_cast<std::uint64_t>(event.at("args").at("tasks").number);
+            EXPECT_EQ(event.at("cat").string, "task");
+            EXPECT_EQ(event.at("args").at("stolen").type, Json::Type::boolean);
         }
     }
     EXPECT_EQ(slices, trace->events());
@@ -522,8 +528,8 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
     }
     const Json *other = document->get("otherData");
     ASSERT_NE(other, nullptr);
-    EXPECT_EQ(other->get("dropped")->number, 0.0);
-    EXPECT_EQ(other->get("events")->number, static_cast<double>(trace->events()));
+    EXPECT_EQ(other->at("dropped").number, 0.0);
+    EXPECT_EQ(other->at("events").number, static_cast<double>(trace->events()));
 
     // CSV: a comment line, a header, one line per event with 14 fields (the name quoted).
     std::istringstream csv{trace->to_csv()};
@@ -625,7 +631,7 @@ TEST_P(TraceTest, FullBufferDropsAndCounts) {
     JsonReader reader{json};
     const std::optional<Json> document = reader.read();
     ASSERT_TRUE(document) << reader.error();
-    EXPECT_EQ(document->get("otherData")->get("dropped")->number, static_cast<double>(trace->dropped()));
+    EXPECT_EQ(document->at("otherData").at("dropped").number, static_cast<double>(trace->dropped()));
 }
 
 TEST_P(TraceTest, UnwritablePathIsAnErrorAndTheRuntimeGoesOn) {
@@ -695,9 +701,9 @@ TEST(TraceEnvironment, MxTraceRecordsTheRuntimesLifeAndWritesTheFile) {
     const std::optional<Json> document = reader.read();
     ASSERT_TRUE(document) << reader.error();
     std::uint64_t recorded = 0;
-    for (const Json &event : document->get("traceEvents")->array) {
-        if (event.get("name")->string == "leaf") {
-            recorded += static_cast<std::uint64_t>(event.get("args")->get("tasks")->number);
+    for (const Json &event : document->at("traceEvents").array) {
+        if (event.at("name").string == "leaf") {
+            recorded += static_cast<std::uint64_t>(event.at("args").at("tasks").number);
         }
     }
     EXPECT_EQ(recorded, leaves);

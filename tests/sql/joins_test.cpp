@@ -25,13 +25,10 @@ INSERT INTO c VALUES (2, 200), (3, 300);
 CREATE TABLE e (x INTEGER, z INTEGER);
 )sql";
 
-class JoinUsingTest : public ::testing::Test {
+class JoinUsingTest : public SqlTest {
 protected:
-    JoinUsingTest() : runtime(small_runtime_config(4)), db(runtime, tiny_batches()) {
-        db.execute(join_tables);
-    }
+    JoinUsingTest() : SqlTest(small_runtime_config(4), tiny_batches()) { db.execute(join_tables); }
 
-    Rows rows(const std::string &sql) { return rows_of(db.query(sql)); }
     std::vector<std::string> names(const std::string &sql) {
         std::vector<std::string> out;
         for (const auto &column : db.query(sql).columns) {
@@ -39,18 +36,6 @@ protected:
         }
         return out;
     }
-    std::string error_of(const std::string &sql) {
-        try {
-            db.execute(sql);
-        } catch (const SqlError &error) {
-            return error.what();
-        }
-        ADD_FAILURE() << "no error for: " << sql;
-        return {};
-    }
-
-    tasking::Runtime runtime;
-    Database db;
 };
 
 } // namespace
@@ -90,19 +75,21 @@ TEST_F(JoinUsingTest, ChainedUsingAndNaturalJoins) {
 }
 
 TEST_F(JoinUsingTest, ErrorsNameTheColumn) {
-    EXPECT_NE(error_of("SELECT * FROM a JOIN b USING (y)")
+    EXPECT_NE(error_text("SELECT * FROM a JOIN b USING (y)")
                   .find("column \"y\" specified in USING clause does not exist in left table"),
               std::string::npos);
-    EXPECT_NE(error_of("SELECT * FROM a JOIN b USING (k)")
+    EXPECT_NE(error_text("SELECT * FROM a JOIN b USING (k)")
                   .find("column \"k\" specified in USING clause does not exist in right table"),
               std::string::npos);
-    EXPECT_NE(error_of("SELECT * FROM a JOIN b USING (s) JOIN c USING (x)")
+    EXPECT_NE(error_text("SELECT * FROM a JOIN b USING (s) JOIN c USING (x)")
                   .find("common column name \"x\" appears more than once in left table"),
               std::string::npos);
-    EXPECT_NE(error_of("SELECT * FROM a NATURAL JOIN (SELECT 1 AS z) t").find("NATURAL JOIN found no column"),
-              std::string::npos);
-    EXPECT_NE(error_of("SELECT * FROM a JOIN b USING (x, x)").find("appears more than once in USING clause"),
-              std::string::npos);
+    EXPECT_NE(
+        error_text("SELECT * FROM a NATURAL JOIN (SELECT 1 AS z) t").find("NATURAL JOIN found no column"),
+        std::string::npos);
+    EXPECT_NE(
+        error_text("SELECT * FROM a JOIN b USING (x, x)").find("appears more than once in USING clause"),
+        std::string::npos);
 }
 
 TEST_F(JoinUsingTest, FullOuterJoinKeepsBothSides) {

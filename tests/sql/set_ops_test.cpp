@@ -29,24 +29,9 @@ CREATE TABLE d (x DECIMAL(5,2), day DATE);
 INSERT INTO d VALUES (1.50, DATE '2020-01-01'), (2.00, NULL);
 )sql";
 
-class SetOpTest : public ::testing::Test {
+class SetOpTest : public SqlTest {
 protected:
-    SetOpTest() : runtime(small_runtime_config(4)), db(runtime, tiny_batches()) { db.execute(set_tables); }
-
-    Rows rows(const std::string &sql) { return rows_of(db.query(sql)); }
-
-    std::string error_of(const std::string &sql) {
-        try {
-            db.execute(sql);
-        } catch (const SqlError &error) {
-            return error.what();
-        }
-        ADD_FAILURE() << "no error for: " << sql;
-        return {};
-    }
-
-    tasking::Runtime runtime;
-    Database db;
+    SetOpTest() : SqlTest(small_runtime_config(4), tiny_batches()) { db.execute(set_tables); }
 };
 
 } // namespace
@@ -178,19 +163,19 @@ TEST_F(SetOpTest, TypesCombineAsInDuckDb) {
 
 TEST_F(SetOpTest, ErrorsNameTheProblem) {
     EXPECT_NE(
-        error_of("SELECT x, s FROM a UNION SELECT x FROM b")
+        error_text("SELECT x, s FROM a UNION SELECT x FROM b")
             .find("each UNION query must have the same number of columns (2 on the left, 1 on the right)"),
         std::string::npos);
-    EXPECT_NE(error_of("SELECT x FROM a INTERSECT SELECT x, s FROM b").find("each INTERSECT query"),
+    EXPECT_NE(error_text("SELECT x FROM a INTERSECT SELECT x, s FROM b").find("each INTERSECT query"),
               std::string::npos);
-    const std::string types = error_of("SELECT x FROM a UNION SELECT day FROM d");
+    const std::string types = error_text("SELECT x FROM a UNION SELECT day FROM d");
     EXPECT_NE(types.find("UNION types INTEGER and DATE cannot be matched (column 1)"), std::string::npos)
         << types;
     EXPECT_NE(types.find("column 30"), std::string::npos) << types; // at `day`
     EXPECT_NE(
-        error_of("SELECT x FROM a EXCEPT SELECT true UNION SELECT day FROM d").find("cannot be matched"),
+        error_text("SELECT x FROM a EXCEPT SELECT true UNION SELECT day FROM d").find("cannot be matched"),
         std::string::npos);
-    EXPECT_NE(error_of("SELECT x FROM a UNION SELECT x FROM b ORDER BY nothing").find("nothing"),
+    EXPECT_NE(error_text("SELECT x FROM a UNION SELECT x FROM b ORDER BY nothing").find("nothing"),
               std::string::npos);
 }
 
@@ -213,10 +198,10 @@ TEST_F(SetOpTest, ValuesLists) {
             "SELECT a.x, v.n FROM a JOIN (VALUES (1, 'one'), (2, 'two')) v(x, n) ON a.x = v.x ORDER BY 1, 2"),
         (Rows{"1|one", "2|two", "2|two"}));
     EXPECT_NE(
-        error_of("SELECT * FROM (VALUES (1, 2), (3)) v").find("VALUES lists must all be the same length"),
+        error_text("SELECT * FROM (VALUES (1, 2), (3)) v").find("VALUES lists must all be the same length"),
         std::string::npos);
-    EXPECT_NE(error_of("VALUES (1), ('a')").find("'a'"), std::string::npos);
-    EXPECT_NE(error_of("VALUES (1), (DATE '2020-01-01')").find("cannot be matched"), std::string::npos);
+    EXPECT_NE(error_text("VALUES (1), ('a')").find("'a'"), std::string::npos);
+    EXPECT_NE(error_text("VALUES (1), (DATE '2020-01-01')").find("cannot be matched"), std::string::npos);
 }
 
 TEST_F(SetOpTest, ConditionsOnTheResultFilterEveryInput) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mx/db/executor.h>
@@ -62,6 +63,8 @@ INSERT INTO dept VALUES (10, 'sales', 5000), (20, 'research', 8000), (40, 'empty
 class SqlTest : public ::testing::Test {
 protected:
     SqlTest() : runtime(small_runtime_config()), db(runtime) {}
+    SqlTest(tasking::RuntimeConfig config, DatabaseOptions options)
+        : runtime(std::move(config)), db(runtime, std::move(options)) {}
 
     std::vector<std::string> rows(const std::string &sql) { return rows_of(db.query(sql)); }
 
@@ -75,6 +78,7 @@ protected:
         ADD_FAILURE() << "no error for: " << sql;
         return SqlError("no error");
     }
+    std::string error_text(const std::string &sql) { return error_of(sql).what(); }
 
     tasking::Runtime runtime;
     Database db;

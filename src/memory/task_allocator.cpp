@@ -4,6 +4,9 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
 
 namespace mx::memory {
 
@@ -50,32 +53,38 @@ bool RegionHeap::new_chunk(std::size_t at_least) noexcept {
     return true;
 }
 
-RegionHeap::Batch RegionHeap::take(std::uint8_t size_class, std::uint32_t count) noexcept {
+std::uint32_t RegionHeap::take(std::uint8_t size_class, void **out, std::uint32_t count) noexcept {
     const std::size_t block_size = task_size_classes[size_class];
     std::lock_guard lock{_mutex};
-    // A returned batch first: handing it over is O(1), and its blocks are NUMA-local already.
-    if (auto &returned = _returned[size_class]; !returned.empty()) {
-        const Batch batch = returned.back();
-        returned.pop_back();
-        return batch;
+    // Given-back blocks first: they are NUMA-local already and keep the heap from growing.
+    auto &returned = _returned[size_class];
+    const auto reused = static_cast<std::uint32_t>(std::min<std::size_t>(count, returned.size()));
+    std::copy(returned.end() - reused, returned.end(), out);
+    returned.resize(returned.size() - reused);
+    std::uint32_t taken = reused;
+    if (taken < count) {
+        const std::size_t needed = block_size * (count - taken);
+        if (static_cast<std::size_t>(_bump_end - _bump) < needed && !new_chunk(needed)) {
+            return taken;
+        }
+        for (; taken < count; ++taken) {
+            out[taken] = _bump;
+            _bump += block_size;
+        }
     }
-    const std::size_t needed = block_size * count;
-    if (static_cast<std::size_t>(_bump_end - _bump) < needed && !new_chunk(needed)) {
-        return {};
-    }
-    FreeBlock *head = nullptr;
-    for (std::uint32_t i = 0; i < count; ++i) {
-        auto *block = reinterpret_cast<FreeBlock *>(_bump);
-        _bump += block_size;
-        block->next = head;
-        head = block;
-    }
-    return {head, count};
+    return taken;
 }
 
-void RegionHeap::give_back(std::uint8_t size_class, FreeBlock *head, std::uint32_t count) noexcept {
+void RegionHeap::give_back(std::uint8_t size_class, void *const *blocks, std::uint32_t count) noexcept {
     std::lock_guard lock{_mutex};
-    _returned[size_class].push_back(Batch{head, count});
+    auto &returned = _returned[size_class];
+    try {
+        returned.insert(returned.end(), blocks, blocks + count);
+    } catch (const std::bad_alloc &) {
+        // The list grows only to the number of blocks ever carved: the process is out of memory.
+        std::fputs("mxtasking: out of memory while returning task descriptors to the region heap\n", stderr);
+        std::abort();
+    }
 }
 
 std::size_t RegionHeap::reserved_bytes() const noexcept {
@@ -87,6 +96,19 @@ std::size_t RegionHeap::reserved_bytes() const noexcept {
     return bytes;
 }
 
+TaskAllocator::TaskAllocator(RegionHeap &heap, std::uint32_t batch) noexcept
+    : _heap(&heap), _batch(batch),
+      _slots(new(std::nothrow) void *[std::size_t{2} * size_class_count * batch]) {
+    if (_slots == nullptr) {
+        std::fputs("mxtasking: out of memory for a task allocator's magazines\n", stderr);
+        std::abort();
+    }
+    for (std::uint8_t c = 0; c < size_class_count; ++c) {
+        _loaded[c] = _slots.get() + std::size_t{2} * c * batch;
+        _spare[c] = _loaded[c] + batch;
+    }
+}
+
 void TaskAllocator::swap_magazines(std::uint8_t size_class) noexcept {
     std::swap(_loaded[size_class], _spare[size_class]);
     const std::uint32_t loaded = _loaded_counts[size_class].load(std::memory_order_relaxed);
@@ -95,28 +117,25 @@ void TaskAllocator::swap_magazines(std::uint8_t size_class) noexcept {
     _spare_counts[size_class].store(loaded, std::memory_order_relaxed);
 }
 
-FreeBlock *TaskAllocator::reload(std::uint8_t size_class) noexcept {
-    if (_spare[size_class] != nullptr) {
+std::uint32_t TaskAllocator::reload(std::uint8_t size_class) noexcept {
+    if (_spare_counts[size_class].load(std::memory_order_relaxed) != 0) {
         swap_magazines(size_class);
-        return _loaded[size_class];
+        return _loaded_counts[size_class].load(std::memory_order_relaxed);
     }
-    const RegionHeap::Batch batch = _heap->take(size_class, _batch);
-    _loaded[size_class] = batch.head;
-    _loaded_counts[size_class].store(batch.count, std::memory_order_relaxed);
+    const std::uint32_t count = _heap->take(size_class, _loaded[size_class], _batch);
+    _loaded_counts[size_class].store(count, std::memory_order_relaxed);
     util::bump(_refills);
-    util::bump(_obtained, batch.count);
-    return batch.head;
+    util::bump(_obtained, count);
+    return count;
 }
 
 void TaskAllocator::return_spare(std::uint8_t size_class) noexcept {
-    if (_spare[size_class] == nullptr) {
+    const std::uint32_t count = _spare_counts[size_class].load(std::memory_order_relaxed);
+    if (count == 0) {
         return;
     }
-    // Whole, in O(1): the magazine's head and count are known.
-    const std::uint32_t count = _spare_counts[size_class].load(std::memory_order_relaxed);
     _heap->give_back(size_class, _spare[size_class], count);
     util::bump(_given_back, count);
-    _spare[size_class] = nullptr;
     _spare_counts[size_class].store(0, std::memory_order_relaxed);
 }
 

@@ -81,8 +81,8 @@ std::uint32_t Worker::steal_tasks_from(Worker &victim) noexcept {
             Task *task = tasks[i];
             if ((task->target_worker() != any_worker && task->target_worker() != _id) ||
                 (task->target_region() != any_region && task->target_region() != _region)) [[unlikely]] {
-                // Annotated for the victim (or its region): handed back through its remote queue.
-                victim.push_remote(*task, _region);
+                // Annotated for the victim (or its region): handed back, to run there next.
+                victim.push_returned(*task);
                 continue;
             }
             tasks[count++] = task;

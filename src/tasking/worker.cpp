@@ -53,7 +53,7 @@ void Worker::run() noexcept {
 #endif
         _buffer.size = fill();
         _buffer.position = 0;
-        _reclamation.local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
+        refresh_local_epoch();
         if (_buffer.size == 0 && _group.size() == 0 && _stealing) {
             _buffer.size = steal();
         }
@@ -182,14 +182,17 @@ void Worker::run_buffer_static() noexcept {
     }
 }
 
+void Worker::refresh_local_epoch() noexcept {
+    _reclamation.local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
+}
+
 bool Worker::top_up() noexcept {
     const std::uint32_t remaining = _buffer.size - _buffer.position;
     Task **tasks = _buffer.tasks.data();
     std::copy(tasks + _buffer.position, tasks + _buffer.size, tasks);
     _buffer.position = 0;
     _buffer.size = remaining;
-    // Like the start of a round: later spawns carry the current epoch.
-    _reclamation.local_epoch = static_cast<std::uint8_t>(_core->global_epoch() % epoch_buckets);
+    refresh_local_epoch();
     const std::uint32_t added = fill(tasks + remaining, _buffer.capacity() - remaining);
     _buffer.size += added;
     return added > 0;

@@ -21,7 +21,6 @@
 
 namespace {
 
-using mx::memory::FreeBlock;
 using mx::memory::RegionHeap;
 using mx::memory::task_size_classes;
 using mx::memory::TaskAllocator;
@@ -54,31 +53,25 @@ TEST(SizeClassTest, SmallestClassThatFits) {
 
 // ---- region heap ---------------------------------------------------------------------------
 
-/// Takes blocks from the heap as a vector; checks that the reported count matches the list.
-std::vector<FreeBlock *> take(RegionHeap &heap, std::uint8_t size_class, std::uint32_t count) {
-    const RegionHeap::Batch batch = heap.take(size_class, count);
-    std::vector<FreeBlock *> blocks;
-    for (FreeBlock *block = batch.head; block != nullptr; block = block->next) {
-        blocks.push_back(block);
-    }
-    EXPECT_EQ(blocks.size(), batch.count) << "batch count does not match its list";
+/// Takes blocks from the heap as a vector.
+std::vector<void *> take(RegionHeap &heap, std::uint8_t size_class, std::uint32_t count) {
+    std::vector<void *> blocks(count, nullptr);
+    const std::uint32_t taken = heap.take(size_class, blocks.data(), count);
+    EXPECT_LE(taken, count);
+    blocks.resize(taken);
     return blocks;
 }
 
-/// Links `blocks` (not empty) into one list and hands it back.
-void give_back(RegionHeap &heap, std::uint8_t size_class, const std::vector<FreeBlock *> &blocks) {
-    for (std::size_t i = 0; i + 1 < blocks.size(); ++i) {
-        blocks[i]->next = blocks[i + 1];
-    }
-    blocks.back()->next = nullptr;
-    heap.give_back(size_class, blocks.front(), static_cast<std::uint32_t>(blocks.size()));
+/// Hands `blocks` back.
+void give_back(RegionHeap &heap, std::uint8_t size_class, const std::vector<void *> &blocks) {
+    heap.give_back(size_class, blocks.data(), static_cast<std::uint32_t>(blocks.size()));
 }
 
 /// Blocks are cache-line aligned, pairwise disjoint and writable.
-void expect_usable_blocks(const std::vector<FreeBlock *> &blocks, std::uint8_t size_class) {
+void expect_usable_blocks(const std::vector<void *> &blocks, std::uint8_t size_class) {
     const std::size_t size = task_size_classes[size_class];
     std::vector<std::uintptr_t> addresses;
-    for (FreeBlock *block : blocks) {
+    for (void *block : blocks) {
         addresses.push_back(reinterpret_cast<std::uintptr_t>(block));
         EXPECT_EQ(addresses.back() % mx::system::cache_line_size, 0U);
     }
@@ -86,7 +79,7 @@ void expect_usable_blocks(const std::vector<FreeBlock *> &blocks, std::uint8_t s
     for (std::size_t i = 1; i < addresses.size(); ++i) {
         EXPECT_GE(addresses[i] - addresses[i - 1], size) << "blocks overlap";
     }
-    for (FreeBlock *block : blocks) {
+    for (void *block : blocks) {
         std::fill_n(reinterpret_cast<std::byte *>(block), size, std::byte{0xAB});
     }
 }
@@ -112,8 +105,7 @@ TEST(RegionHeapTest, GivenBackBlocksAreTakenFirst) {
     give_back(heap, 1, first);
     const auto again = take(heap, 1, 16);
     ASSERT_EQ(again.size(), 16U);
-    EXPECT_EQ(std::set<FreeBlock *>(first.begin(), first.end()),
-              std::set<FreeBlock *>(again.begin(), again.end()))
+    EXPECT_EQ(std::set<void *>(first.begin(), first.end()), std::set<void *>(again.begin(), again.end()))
         << "returned blocks must be reused before new memory is carved";
     EXPECT_EQ(heap.reserved_bytes(), reserved);
 
@@ -123,12 +115,12 @@ TEST(RegionHeapTest, GivenBackBlocksAreTakenFirst) {
     const auto more = take(heap, 1, 20);
     ASSERT_GE(more.size(), 16U);
     ASSERT_LE(more.size(), 20U);
-    const std::set<FreeBlock *> unique(more.begin(), more.end());
+    const std::set<void *> unique(more.begin(), more.end());
     EXPECT_EQ(unique.size(), more.size());
-    EXPECT_EQ(std::count_if(
-                  more.begin(), more.end(),
-                  [&first](FreeBlock *b) { return std::find(first.begin(), first.end(), b) != first.end(); }),
-              16);
+    EXPECT_EQ(
+        std::count_if(more.begin(), more.end(),
+                      [&first](void *b) { return std::find(first.begin(), first.end(), b) != first.end(); }),
+        16);
     expect_usable_blocks(more, 1);
 }
 
@@ -136,7 +128,7 @@ TEST(RegionHeapTest, GrowsBeyondOneChunk) {
     const std::size_t chunk = 64 * 1024;
     RegionHeap heap{0, chunk};
     // Several takes that together need more than one chunk, and one larger than a chunk.
-    std::vector<FreeBlock *> all;
+    std::vector<void *> all;
     for (int i = 0; i < 4; ++i) {
         const auto blocks = take(heap, 4, 40); // 40 KiB each
         ASSERT_EQ(blocks.size(), 40U);
@@ -153,7 +145,7 @@ TEST(RegionHeapTest, ConcurrentTakeAndGiveBack) {
     RegionHeap heap{0};
     constexpr int thread_count = 4;
     const int rounds = static_cast<int>(scaled(2000));
-    std::vector<std::vector<FreeBlock *>> kept(thread_count);
+    std::vector<std::vector<void *>> kept(thread_count);
     std::vector<std::thread> threads;
     for (int t = 0; t < thread_count; ++t) {
         threads.emplace_back([&heap, &kept, t, rounds] {
@@ -163,7 +155,7 @@ TEST(RegionHeapTest, ConcurrentTakeAndGiveBack) {
                     ADD_FAILURE() << "the heap handed out no blocks";
                     return;
                 }
-                for (FreeBlock *block : blocks) {
+                for (void *block : blocks) {
                     // Owned by this thread now: a data race here means two threads got one block.
                     *reinterpret_cast<std::uint64_t *>(reinterpret_cast<std::byte *>(block) + 8) =
                         static_cast<std::uint64_t>(t);
@@ -180,9 +172,9 @@ TEST(RegionHeapTest, ConcurrentTakeAndGiveBack) {
     for (auto &thread : threads) {
         thread.join();
     }
-    std::unordered_set<FreeBlock *> unique;
+    std::unordered_set<void *> unique;
     for (int t = 0; t < thread_count; ++t) {
-        for (FreeBlock *block : kept[static_cast<std::size_t>(t)]) {
+        for (void *block : kept[static_cast<std::size_t>(t)]) {
             EXPECT_TRUE(unique.insert(block).second) << "block handed out twice";
             EXPECT_EQ(*reinterpret_cast<std::uint64_t *>(reinterpret_cast<std::byte *>(block) + 8),
                       static_cast<std::uint64_t>(t));

@@ -117,6 +117,36 @@ TEST_P(StealingTest, PinnedTasksNeverLeaveTheirWorker) {
     EXPECT_EQ(misplaced.load(), 0U) << "a task annotated with worker 0 ran elsewhere";
 }
 
+TEST_P(StealingTest, HandedBackTasksRunBeforeTheVictimsOtherLocalTasks) {
+    if (workers() < 2) {
+        GTEST_SKIP() << "nobody to steal";
+    }
+    // Worker 0's task queues a task pinned to worker 0 first (the oldest in its deque, so in the
+    // first batch a thief takes) and then free tasks, and stays busy until a thief ran some of
+    // them. The thief hands the pinned task back: worker 0 runs it before any free task that is
+    // still in its own deque, in either local order.
+    const std::uint32_t count = scaled(2000);
+    std::atomic<std::uint64_t> stolen_ran{0};
+    std::atomic<std::uint64_t> local_ran{0};
+    std::atomic<std::uint64_t> local_before_pinned{~std::uint64_t{0}};
+    runtime().spawn(
+        [&, count](TaskContext &context) {
+            context.spawn(
+                [&](TaskContext &) { local_before_pinned.store(local_ran.load(std::memory_order_relaxed)); },
+                on_worker(0));
+            for (std::uint32_t i = 0; i < count; ++i) {
+                context.spawn([&](TaskContext &inner) {
+                    (inner.worker_id() == 0 ? local_ran : stolen_ran).fetch_add(1, std::memory_order_acq_rel);
+                });
+            }
+            EXPECT_TRUE(spin_until_count(stolen_ran, 1)) << "no thief took a task";
+        },
+        on_worker(0));
+    runtime().wait();
+    EXPECT_EQ(stolen_ran.load() + local_ran.load(), count);
+    EXPECT_EQ(local_before_pinned.load(), 0U) << "free tasks of worker 0 ran before the handed-back one";
+}
+
 /// Fork/join without annotations: the recursion spreads by stealing alone.
 class Fib final : public mx::tasking::Task {
 public:

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -43,10 +44,6 @@ constexpr std::uint8_t size_class_of(std::size_t bytes) noexcept {
     return oversized_class;
 }
 
-struct FreeBlock {
-    FreeBlock *next;
-};
-
 /// Per-NUMA-region heap. Thread-safe (one mutex); touched only on refills and give-backs.
 class RegionHeap {
 public:
@@ -55,16 +52,12 @@ public:
     RegionHeap(const RegionHeap &) = delete;
     RegionHeap &operator=(const RegionHeap &) = delete;
 
-    struct Batch {
-        FreeBlock *head{nullptr};
-        std::uint32_t count{0};
-    };
-    /// Hands out a list of blocks of a size class, linked through FreeBlock::next: a batch some
-    /// worker gave back (whatever its size), else `count` fresh blocks. An empty batch only when
-    /// the system has no memory left.
-    Batch take(std::uint8_t size_class, std::uint32_t count) noexcept;
-    /// Takes back a list of `count` blocks (linked from head, nullptr-terminated) of one size class.
-    void give_back(std::uint8_t size_class, FreeBlock *head, std::uint32_t count) noexcept;
+    /// Writes the addresses of up to `count` blocks of a size class to `out`: blocks some
+    /// allocator gave back first, then fresh ones. Returns how many; fewer than `count` only
+    /// when the system has no memory left. Reads and writes no block.
+    std::uint32_t take(std::uint8_t size_class, void **out, std::uint32_t count) noexcept;
+    /// Takes back `count` blocks of one size class (their addresses; the blocks are not touched).
+    void give_back(std::uint8_t size_class, void *const *blocks, std::uint32_t count) noexcept;
 
     [[nodiscard]] std::uint8_t memory_node() const noexcept { return _memory_node; }
     [[nodiscard]] std::size_t reserved_bytes() const noexcept;
@@ -83,37 +76,40 @@ private:
     std::vector<Chunk> _chunks;
     std::byte *_bump{nullptr};
     std::byte *_bump_end{nullptr};
-    std::array<std::vector<Batch>, size_class_count> _returned{}; // whole batches: O(1) take
+    std::array<std::vector<void *>, size_class_count> _returned{}; // addresses of given-back blocks
 };
 
 /// Worker-local allocator. Owner-private except for the statistics, which any thread may read.
 ///
-/// Per size class it holds two magazines of at most `batch` blocks each, both LIFO lists: the
-/// loaded one, which allocate() pops and free() pushes, and a spare. An empty loaded magazine
-/// swaps with a non-empty spare, and only if both are empty takes a batch from the region heap;
-/// a full one swaps with an empty spare, and only if the spare is full too hands the spare to the
-/// heap. Every step is O(1) (a magazine is handed over whole, by its head and count), and it takes
-/// a swing of more than `batch` blocks in one direction to go to the heap and back, so a task
-/// that allocates a burst and frees it again stays off the heap's mutex.
+/// Per size class it holds two magazines of at most `batch` blocks each, both LIFO stacks of
+/// block addresses: the loaded one, which allocate() pops and free() pushes, and a spare. An
+/// empty loaded magazine swaps with a non-empty spare, and only if both are empty takes a batch
+/// from the region heap; a full one swaps with an empty spare, and only if the spare is full too
+/// hands the spare to the heap. It takes a swing of more than `batch` blocks in one direction to
+/// go to the heap and back, so a task that allocates a burst and frees it again stays off the
+/// heap's mutex.
+///
+/// A magazine holds addresses, not blocks linked through their first word: allocating never
+/// reads the block. A block freed by another worker (a stolen task) is in that worker's cache;
+/// popping it from a linked list would cost a cache miss before the next allocation could even
+/// start, where writing the new task into it only queues a store.
 class TaskAllocator {
 public:
-    explicit TaskAllocator(RegionHeap &heap, std::uint32_t batch = 64) noexcept
-        : _heap(&heap), _batch(batch) {}
+    explicit TaskAllocator(RegionHeap &heap, std::uint32_t batch = 64) noexcept;
     TaskAllocator(const TaskAllocator &) = delete;
     TaskAllocator &operator=(const TaskAllocator &) = delete;
 
     void *allocate(std::uint8_t size_class) noexcept {
-        FreeBlock *block = _loaded[size_class];
-        if (block == nullptr) [[unlikely]] {
-            block = reload(size_class);
-            if (block == nullptr) {
+        std::uint32_t count = _loaded_counts[size_class].load(std::memory_order_relaxed);
+        if (count == 0) [[unlikely]] {
+            count = reload(size_class);
+            if (count == 0) {
                 return nullptr;
             }
         }
+        void *block = _loaded[size_class][--count];
+        _loaded_counts[size_class].store(count, std::memory_order_relaxed);
         unpoison(block, size_class);
-        _loaded[size_class] = block->next;
-        _loaded_counts[size_class].store(_loaded_counts[size_class].load(std::memory_order_relaxed) - 1,
-                                         std::memory_order_relaxed);
         return block;
     }
 
@@ -123,10 +119,8 @@ public:
             unload(size_class);
             count = 0; // unload() leaves an empty loaded magazine
         }
-        auto *block = static_cast<FreeBlock *>(memory);
-        block->next = _loaded[size_class];
-        poison(block, size_class);
-        _loaded[size_class] = block;
+        poison(memory, size_class);
+        _loaded[size_class][count] = memory;
         _loaded_counts[size_class].store(count + 1, std::memory_order_relaxed);
     }
 
@@ -141,24 +135,23 @@ public:
     [[nodiscard]] std::int64_t held() const noexcept;
 
 private:
-    /// The loaded magazine is empty: swap in the spare, or take a batch from the heap.
-    FreeBlock *reload(std::uint8_t size_class) noexcept;
+    /// The loaded magazine is empty: swap in the spare, or take a batch from the heap. Returns
+    /// the loaded magazine's new length (0: out of memory).
+    std::uint32_t reload(std::uint8_t size_class) noexcept;
     /// The loaded magazine is full: swap it for the empty spare, or hand the full spare to the heap
     /// and keep the loaded one as the spare. Leaves an empty loaded magazine.
     void unload(std::uint8_t size_class) noexcept;
     void swap_magazines(std::uint8_t size_class) noexcept;
-    /// Hands the spare magazine (if any) to the region heap.
+    /// Hands the spare magazine's blocks (if any) to the region heap.
     void return_spare(std::uint8_t size_class) noexcept;
 
-    static void poison([[maybe_unused]] FreeBlock *block, [[maybe_unused]] std::uint8_t size_class) noexcept {
+    static void poison([[maybe_unused]] void *block, [[maybe_unused]] std::uint8_t size_class) noexcept {
 #if defined(MX_ASAN)
-        // Keep the link word readable; the rest of a free block is off limits (use-after-free).
-        ASAN_POISON_MEMORY_REGION(reinterpret_cast<std::byte *>(block) + sizeof(FreeBlock),
-                                  task_size_classes[size_class] - sizeof(FreeBlock));
+        // A free block is off limits as a whole: its address lives in a magazine, not in it.
+        ASAN_POISON_MEMORY_REGION(block, task_size_classes[size_class]);
 #endif
     }
-    static void unpoison([[maybe_unused]] FreeBlock *block,
-                         [[maybe_unused]] std::uint8_t size_class) noexcept {
+    static void unpoison([[maybe_unused]] void *block, [[maybe_unused]] std::uint8_t size_class) noexcept {
 #if defined(MX_ASAN)
         ASAN_UNPOISON_MEMORY_REGION(block, task_size_classes[size_class]);
 #endif
@@ -166,8 +159,10 @@ private:
 
     RegionHeap *_heap;
     std::uint32_t _batch; // blocks per magazine
-    std::array<FreeBlock *, size_class_count> _loaded{};
-    std::array<FreeBlock *, size_class_count> _spare{};
+    // Two magazines of `_batch` slots per size class, in one allocation.
+    std::unique_ptr<void *[]> _slots;
+    std::array<void **, size_class_count> _loaded{};
+    std::array<void **, size_class_count> _spare{};
     // Magazine lengths: written by the owner, read (relaxed) by held().
     std::array<std::atomic<std::uint32_t>, size_class_count> _loaded_counts{};
     std::array<std::atomic<std::uint32_t>, size_class_count> _spare_counts{};

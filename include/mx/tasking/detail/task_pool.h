@@ -19,7 +19,8 @@ namespace mx::tasking::detail {
 /// - a pinned FIFO (owner-private, no atomics) for the tasks of squads the worker adopted;
 /// - a work-stealing deque for the tasks the worker spawns for itself: the owner takes them in
 ///   batches (newest first with LocalOrder::lifo, oldest first with fifo), idle workers steal
-///   batches of the oldest (and hand back those annotated with this worker or its region);
+///   batches of the oldest (and hand back those annotated with this worker or its region into
+///   a queue of their own, which the owner takes first);
 /// - one multi-producer FIFO per NUMA region of the producer for tasks sent here by other
 ///   workers and outside threads. Producers of one region share a queue, so remote pushes
 ///   contend only within a region and the worker polls regions x priorities queues.
@@ -49,6 +50,11 @@ public:
             _pinned[priority].prepend(chains[priority]);
         }
     }
+    /// Any thread: a task a thief took from this worker's deque although it is annotated for
+    /// this worker (or its region). It runs before the worker's other local tasks of its
+    /// priority: it was among the oldest of the deque, and a producer task that a thief happened
+    /// to take must not wait until everything it produced has run.
+    void push_returned(Task &task) noexcept { _returned->queues[index(task.priority())].push(task); }
     void push_remote(Task &task, std::uint8_t producer_region) noexcept {
         _remote[producer_region].queues[index(task.priority())].push(task);
     }
@@ -57,6 +63,9 @@ public:
     /// then the deque).
     std::uint32_t take_local(std::size_t priority, Task **buffer, std::uint32_t capacity) noexcept {
         std::uint32_t count = 0;
+        if (_stealing && !_returned->queues[priority].empty()) [[unlikely]] {
+            count = _returned->queues[priority].pop_into(buffer, capacity);
+        }
         while (count < capacity) {
             Task *task = _pinned[priority].pop_front();
             if (task == nullptr) {
@@ -98,7 +107,8 @@ public:
     /// non-empty.
     [[nodiscard]] bool empty() const noexcept {
         for (std::size_t priority = 0; priority < priority_count; ++priority) {
-            if (!_pinned[priority].empty() || !_deques[priority].empty()) {
+            if (!_pinned[priority].empty() || !_deques[priority].empty() ||
+                !_returned->queues[priority].empty()) {
                 return false;
             }
             for (std::uint16_t r = 0; r < _regions; ++r) {
@@ -119,9 +129,10 @@ private:
     std::uint16_t _regions;
     bool _stealing;
     bool _lifo;
-    IntrusiveQueue<Task> _pinned[priority_count]; // owner-private
-    StealDeque _deques[priority_count];           // owner pushes and takes, thieves steal
-    std::unique_ptr<Remote[]> _remote;            // pushed by anyone, popped by the owner
+    IntrusiveQueue<Task> _pinned[priority_count];                  // owner-private
+    StealDeque _deques[priority_count];                            // owner pushes and takes, thieves steal
+    std::unique_ptr<Remote[]> _remote;                             // pushed by anyone, popped by the owner
+    std::unique_ptr<Remote> _returned{std::make_unique<Remote>()}; // pushed by thieves, popped by the owner
 };
 
 } // namespace mx::tasking::detail

@@ -64,6 +64,13 @@ public:
             wake();
         }
     }
+    /// Any thread (a thief): hands back a stolen task annotated for this worker or its region.
+    void push_returned(Task &task) noexcept {
+        _pool.push_returned(task);
+        if (sleeping()) [[unlikely]] {
+            wake();
+        }
+    }
     void wake() noexcept;
 
     template <class T, class... Args>
@@ -173,6 +180,9 @@ private:
     /// A task without a target; wakes a sleeping worker to steal it if there is one.
     void push_local(Task &task) noexcept;
     void epoch_duties() noexcept;
+    /// At the start of a round (and of a top-up): the tasks spawned from now on carry the
+    /// current global epoch.
+    void refresh_local_epoch() noexcept;
     void idle() noexcept;
     void sleep() noexcept;
     /// Owner: moves the next tasks of the highest non-empty priority into the buffer: pinned and

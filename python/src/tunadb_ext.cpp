@@ -70,26 +70,6 @@ constexpr int64_t arrow_flag_nullable = 2;
 PyObject *g_sql_error = nullptr;    // tunadb._tunadb.EngineError (message, position, line, column)
 PyObject *g_decimal_type = nullptr; // decimal.Decimal
 
-std::string type_name(const Type &type) {
-    switch (type.id) {
-    case TypeId::boolean:
-        return "BOOLEAN";
-    case TypeId::integer:
-        return "INTEGER";
-    case TypeId::bigint:
-        return "BIGINT";
-    case TypeId::decimal:
-        return "DECIMAL";
-    case TypeId::float64:
-        return "DOUBLE";
-    case TypeId::date:
-        return "DATE";
-    case TypeId::varchar:
-        return "VARCHAR";
-    }
-    return "UNKNOWN";
-}
-
 /// A runtime and a database on it; one per Python connection.
 class Engine {
 public:
@@ -632,7 +612,7 @@ NB_MODULE(_tunadb, m) {
                      [](const Result &result) {
                          nb::list columns;
                          for (const auto &column : result.columns) {
-                             columns.append(nb::make_tuple(column.name, type_name(column.type),
+                             columns.append(nb::make_tuple(column.name, mx::db::type_id_name(column.type.id),
                                                            column.type.precision, column.type.scale,
                                                            column.type.length, column.nullable));
                          }

@@ -36,7 +36,7 @@ std::string digits_of(Int128 magnitude) {
 }
 } // namespace
 
-std::string Type::to_string() const {
+const char *type_id_name(TypeId id) noexcept {
     switch (id) {
     case TypeId::boolean:
         return "BOOLEAN";
@@ -44,22 +44,30 @@ std::string Type::to_string() const {
         return "INTEGER";
     case TypeId::bigint:
         return "BIGINT";
+    case TypeId::decimal:
+        return "DECIMAL";
     case TypeId::float64:
         return "DOUBLE";
     case TypeId::date:
         return "DATE";
-    case TypeId::decimal: {
-        std::string text = "DECIMAL(";
-        text.append(std::to_string(precision)).append(",").append(std::to_string(scale)).append(")");
-        return text;
-    }
     case TypeId::varchar:
-        if (length == 0) {
-            return "VARCHAR";
-        }
-        return std::string("VARCHAR(").append(std::to_string(length)).append(")");
+        return "VARCHAR";
     }
     return "?";
+}
+
+std::string Type::to_string() const {
+    std::string text = type_id_name(id);
+    if (id == TypeId::decimal) {
+        text.append("(")
+            .append(std::to_string(precision))
+            .append(",")
+            .append(std::to_string(scale))
+            .append(")");
+    } else if (id == TypeId::varchar && length != 0) {
+        text.append("(").append(std::to_string(length)).append(")");
+    }
+    return text;
 }
 
 std::string Value::to_string() const {

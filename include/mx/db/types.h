@@ -22,6 +22,9 @@ namespace mx::db {
 __extension__ using Int128 = __int128; // GCC and Clang both have it; -Wpedantic does not know
 
 enum class TypeId : std::uint8_t { boolean, integer, bigint, decimal, float64, date, varchar };
+
+/// The SQL name of a type without its parameters ("DECIMAL", "VARCHAR").
+[[nodiscard]] const char *type_id_name(TypeId id) noexcept;
 enum class PhysicalType : std::uint8_t { u8, i64, i128, f64, string };
 
 struct Type {

@@ -45,7 +45,7 @@ for rep in $(seq "$reps"); do
         done
     done
 done
-median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+source "$(dirname "$0")/stats.sh"
 echo "workers,phase,original_median,ours_median,ours_over_original"
 for workers in "${worker_counts[@]}"; do
     for phase in load c a; do

@@ -27,7 +27,7 @@ for rep in $(seq "$reps"); do
     done
     echo "repetition $rep of $reps done" >&2
 done
-median() { sort -g "$1" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+source "$(dirname "$0")/stats.sh"
 for i in "${!commands[@]}"; do
     echo "${commands[$i]}: $target $(sort -g "$work/ratio_$i" | tr '\n' ' ')median $(median "$work/ratio_$i"); C mxtasking M ops/s median $(median "$work/mops_$i")"
 done

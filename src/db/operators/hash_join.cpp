@@ -250,7 +250,9 @@ void HashJoinBuildNode::finalize(dataflow::FlowContext &context) noexcept {
     }
     tables.heads = static_cast<const Row **>(tables.heads_memory.get());
 
-    if (spec.bloom_filter && total >= spec.tuning.bloom_min_rows) {
+    // Small builds too: a cache-resident table still sends most probe rows down a chain (its
+    // buckets are mostly full), where the filter rejects them with one block lookup.
+    if (spec.bloom_filter) {
         try {
             tables.bloom.allocate(total, spec.partition_bits);
         } catch (const std::bad_alloc &) {

@@ -34,8 +34,6 @@ struct HashJoinTuning {
     /// JoinStrategy::automatic picks the radix join when the build rows and their bucket heads
     /// take more than this many bytes (they would not stay in the cache while probing).
     std::uint64_t radix_threshold_bytes{4ULL << 20U};
-    /// No Bloom filter below this many build rows: the table itself is cache resident then.
-    std::uint64_t bloom_min_rows{1024};
     /// Micro partition bits (2^bits partitions per side). Empty: from the build child's
     /// estimated rows (partitions of about 128 KiB), 7 when unknown.
     std::optional<unsigned> partition_bits;

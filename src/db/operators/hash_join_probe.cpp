@@ -32,7 +32,9 @@ struct HashJoinProbeNode::Scratch {
     std::vector<Vector> keys;              // evaluated probe keys of the current batch
     std::vector<std::uint64_t> hashes;     // per batch row (valid for candidates)
     std::vector<std::uint32_t> candidates; // live rows with non-NULL keys that passed the filter
-    std::vector<std::uint32_t> others;     // live rows that cannot match
+    std::vector<std::uint32_t> others;     // live rows that cannot match (joins that keep them)
+    std::vector<std::uint32_t> rejected;   // rows the Bloom filter rejected, before the merge
+    std::vector<std::uint32_t> merged;     // others and rejected, merged
     std::vector<std::uint32_t> pair_row;   // chain walk: probe row ...
     std::vector<const Row *> pair_entry;   // ... and its current chain entry
     std::vector<std::uint8_t> pair_ok;
@@ -137,34 +139,54 @@ bool HashJoinProbeNode::prepare_candidates(dataflow::FlowContext &context, const
     const std::uint32_t live = batch.count();
     s.candidates.clear();
     s.others.clear();
-    for (std::uint32_t i = 0; i < live; ++i) {
-        const std::uint32_t row = batch.row(i);
-        bool null_key = false;
-        for (const Vector &key : s.keys) {
-            null_key |= key.is_null(row);
+    // Inner and semi joins drop the rows without a match: no need to collect them.
+    const bool keep_others = spec.kind != JoinKind::inner && spec.kind != JoinKind::semi;
+    bool nullable = false;
+    for (const Vector &key : s.keys) {
+        nullable |= key.nulls() != nullptr;
+    }
+    s.candidates.resize(live);
+    if (!nullable) {
+        for (std::uint32_t i = 0; i < live; ++i) {
+            s.candidates[i] = batch.row(i);
         }
-        // A NULL key equals nothing, not even a NULL build key: the row has no match.
-        (null_key ? s.others : s.candidates).push_back(row);
+    } else {
+        std::size_t kept = 0;
+        for (std::uint32_t i = 0; i < live; ++i) {
+            const std::uint32_t row = batch.row(i);
+            bool null_key = false;
+            for (const Vector &key : s.keys) {
+                null_key |= key.is_null(row);
+            }
+            // A NULL key equals nothing, not even a NULL build key: the row has no match.
+            if (!null_key) {
+                s.candidates[kept++] = row;
+            } else if (keep_others) {
+                s.others.push_back(row);
+            }
+        }
+        s.candidates.resize(kept);
     }
     s.hashes.resize(batch.rows);
     join::hash_rows(s.keys, s.candidates, s.hashes.data());
     if (!tables.bloom.empty() && !s.candidates.empty()) {
-        // Rows the filter rejects cannot match; they go to `others` (kept ascending by a merge,
-        // since output selections must be ascending).
+        // Rows the filter rejects cannot match; when they are kept, they go to `others` (kept
+        // ascending by a merge, since output selections must be ascending).
         std::size_t kept = 0;
-        std::vector<std::uint32_t> rejected;
+        s.rejected.clear();
         for (const std::uint32_t row : s.candidates) {
             if (tables.bloom.maybe_contains(s.hashes[row])) {
                 s.candidates[kept++] = row;
-            } else {
-                rejected.push_back(row);
+            } else if (keep_others) {
+                s.rejected.push_back(row);
             }
         }
         s.candidates.resize(kept);
-        if (!rejected.empty()) {
-            std::vector<std::uint32_t> merged(s.others.size() + rejected.size());
-            std::merge(s.others.begin(), s.others.end(), rejected.begin(), rejected.end(), merged.begin());
-            s.others.swap(merged);
+        if (!s.rejected.empty()) {
+            s.merged.resize(s.others.size() + s.rejected.size());
+            std::merge(s.others.begin(), s.others.end(), s.rejected.begin(), s.rejected.end(),
+                       s.merged.begin());
+            s.others.swap(s.merged);
         }
     }
     return true;
@@ -370,7 +392,11 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
         return;
     }
 
-    if ((spec.kind == JoinKind::inner || preserves_probe(spec.kind)) && !flushed && !multiple) {
+    // Selection mode when most rows matched; a few matches are gathered instead, so a selective
+    // join does not build full-length build columns for a handful of rows.
+    const bool most_matched = s.match_row.size() * 4 >= live;
+    if ((spec.kind == JoinKind::inner || preserves_probe(spec.kind)) && !flushed && !multiple &&
+        (most_matched || spec.kind != JoinKind::inner)) {
         // Selection mode: the probe columns move over untouched.
         s.entry_of.assign(rows, nullptr);
         for (std::size_t j = 0; j < s.match_row.size(); ++j) {

@@ -105,6 +105,9 @@ struct ExecutionOptions {
     bool fuse_operators{true};
     /// Skip fragments whose zone maps prove the scan predicate false.
     bool zone_maps{true};
+    /// Evaluate scan conjuncts over one dictionary-encoded column once per dictionary entry and
+    /// filter rows by their codes before decoding (see docs/design/query-engine.md).
+    bool dictionary_filters{true};
     JoinOptions join{};
     /// Cancels the run from another thread (execute then throws ExecutionError with the reason).
     /// Use a fresh token per query.

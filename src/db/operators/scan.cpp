@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -96,6 +97,9 @@ public:
           _predicate(node.predicate), _morsel_rows(std::max<std::uint32_t>(options.morsel_rows, 1)),
           _prefetch_lines(node.prefetch_lines != 0 ? node.prefetch_lines : options.prefetch_lines),
           _zone_maps(options.zone_maps), _progress(options.progress) {
+        if (_predicate != nullptr) {
+            split_predicate(options.dictionary_filters);
+        }
         _widths.reserve(_columns.size());
         _strategies.reserve(_columns.size());
         for (std::size_t i = 0; i < _columns.size(); ++i) {
@@ -139,12 +143,27 @@ public:
         }
         auto batch = std::make_unique<Batch>();
         batch->rows = end - begin;
+        const bool by_codes = !_code_filters.empty() && codes_usable(fragment);
+        if (by_codes && !select_by_codes(fragment, begin, *batch)) {
+            if (_consumer_counts) {
+                _progress.advance(end - begin); // no row survived: the consumer never sees a batch
+            }
+            return;
+        }
         batch->columns.reserve(_columns.size());
         for (const std::uint32_t column : _columns) {
             batch->columns.push_back(fragment.column(column, begin, end));
         }
-        if (_predicate != nullptr) {
-            EvalStatus status = filter(*_predicate, *batch);
+        if (!by_codes) {
+            for (const CodeFilter &code_filter : _code_filters) {
+                if (EvalStatus status = filter(*code_filter.conjunct, *batch); !status.ok()) {
+                    context.fail(status.message());
+                    return;
+                }
+            }
+        }
+        for (const Expr *conjunct : _row_conjuncts) {
+            EvalStatus status = filter(*conjunct, *batch);
             if (!status.ok()) {
                 context.fail(status.message());
                 return;
@@ -206,6 +225,14 @@ public:
         if (_predicate != nullptr) {
             text.append(" where ").append(to_string(*_predicate));
         }
+        if (!_code_filters.empty()) {
+            text.append(" dictionary_filters=[");
+            for (std::size_t i = 0; i < _code_filters.size(); ++i) {
+                text.append(i > 0 ? ", " : "")
+                    .append(_table->schema()[_columns[_code_filters[i].column]].name);
+            }
+            text.append("]");
+        }
         text.append(" morsel=").append(std::to_string(_morsel_rows));
         std::vector<std::string> names;
         for (const std::uint32_t column : _columns) {
@@ -216,6 +243,138 @@ public:
     }
 
 private:
+    /// A conjunct over one dictionary-encoded column, evaluated once per dictionary entry.
+    struct CodeFilter {
+        const Expr *conjunct{nullptr};     // owned by _predicate
+        const StringRef *entries{nullptr}; // the dictionary the codes index
+        std::uint32_t column{0};           // index into _columns
+        std::vector<std::uint8_t> passes;  // per code, then one entry for NULL: 1 = the row stays
+    };
+
+    /// Splits the predicate into conjuncts; those over a single dictionary-encoded column become
+    /// code filters (when `dictionary` allows and evaluating them over the dictionary succeeds),
+    /// the rest are evaluated on the decoded rows, in their order.
+    void split_predicate(bool dictionary) {
+        std::vector<const Expr *> conjuncts;
+        flatten_and(*_predicate, conjuncts);
+        for (const Expr *conjunct : conjuncts) {
+            std::vector<std::uint32_t> referenced;
+            collect_columns(*conjunct, referenced);
+            std::sort(referenced.begin(), referenced.end());
+            referenced.erase(std::unique(referenced.begin(), referenced.end()), referenced.end());
+            if (dictionary && referenced.size() == 1 && referenced[0] < _columns.size()) {
+                if (const Dictionary *codes = _table->dictionary(_columns[referenced[0]]); codes != nullptr) {
+                    if (std::optional<CodeFilter> code_filter =
+                            over_dictionary(*conjunct, referenced[0], *codes)) {
+                        _code_filters.push_back(std::move(*code_filter));
+                        continue;
+                    }
+                }
+            }
+            _row_conjuncts.push_back(conjunct);
+        }
+    }
+
+    static void flatten_and(const Expr &expression, std::vector<const Expr *> &out) {
+        if (expression.kind() == ExprKind::logical_and) {
+            for (const auto &child : expression.children()) {
+                flatten_and(*child, out);
+            }
+            return;
+        }
+        out.push_back(&expression);
+    }
+
+    static void collect_columns(const Expr &expression, std::vector<std::uint32_t> &out) {
+        if (expression.kind() == ExprKind::column) {
+            out.push_back(expression.column_index());
+        }
+        for (const auto &child : expression.children()) {
+            collect_columns(*child, out);
+        }
+    }
+
+    /// The conjunct evaluated for every dictionary entry and for NULL; nothing when the
+    /// evaluation fails (an entry no scanned row may hold can raise an error: the conjunct then
+    /// stays a row filter, whose errors are the rows' own).
+    [[nodiscard]] std::optional<CodeFilter> over_dictionary(const Expr &conjunct, std::uint32_t column,
+                                                            const Dictionary &dictionary) const {
+        const std::uint32_t entries = dictionary.size();
+        Batch batch;
+        batch.rows = entries + 1;
+        batch.columns.resize(_columns.size());
+        Vector values(_table->schema()[_columns[column]].type, entries + 1);
+        auto *strings = values.mutable_data<StringRef>();
+        std::copy(dictionary.entries().begin(), dictionary.entries().end(), strings);
+        strings[entries] = StringRef{};
+        values.mutable_nulls()[entries] = 1;
+        batch.columns[column] = std::move(values);
+        if (!filter(conjunct, batch).ok()) {
+            return std::nullopt;
+        }
+        CodeFilter result{&conjunct, dictionary.entries().data(), column,
+                          std::vector<std::uint8_t>(entries + 1, 0)};
+        for (std::uint32_t i = 0; i < batch.count(); ++i) {
+            result.passes[batch.row(i)] = 1;
+        }
+        return result;
+    }
+
+    /// Whether the fragment's code filter columns use the dictionaries the filters were made
+    /// from (a fragment may be stored plainly; then its rows are filtered after decoding).
+    [[nodiscard]] bool codes_usable(const Fragment &fragment) const noexcept {
+        return std::all_of(_code_filters.begin(), _code_filters.end(), [&](const CodeFilter &code_filter) {
+            const std::uint32_t table_column = _columns[code_filter.column];
+            return fragment.dictionary_encoded(table_column) &&
+                   fragment.dictionary(table_column).data() == code_filter.entries;
+        });
+    }
+
+    /// Narrows the batch's selection to the rows of [begin, begin + batch.rows) whose codes pass
+    /// every code filter; false when none does.
+    bool select_by_codes(const Fragment &fragment, std::uint32_t begin, Batch &batch) const {
+        std::vector<std::uint32_t> &selection = batch.selection;
+        selection.resize(batch.rows);
+        std::uint32_t kept = 0;
+        bool first = true;
+        for (const CodeFilter &code_filter : _code_filters) {
+            const std::uint32_t table_column = _columns[code_filter.column];
+            const std::uint32_t *codes = fragment.codes(table_column) + begin;
+            const std::uint8_t *nulls = fragment.nulls(table_column);
+            const std::uint8_t *passes = code_filter.passes.data();
+            const auto null_code = static_cast<std::uint32_t>(code_filter.passes.size() - 1);
+            const auto pass = [&](std::uint32_t row) {
+                const std::uint32_t code =
+                    nulls != nullptr && nulls[begin + row] != 0 ? null_code : codes[row];
+                return passes[code] != 0;
+            };
+            if (first) {
+                for (std::uint32_t row = 0; row < batch.rows; ++row) {
+                    selection[kept] = row;
+                    kept += pass(row) ? 1U : 0U;
+                }
+                first = false;
+            } else {
+                std::uint32_t narrowed = 0;
+                for (std::uint32_t i = 0; i < kept; ++i) {
+                    const std::uint32_t row = selection[i];
+                    selection[narrowed] = row;
+                    narrowed += pass(row) ? 1U : 0U;
+                }
+                kept = narrowed;
+            }
+            if (kept == 0) {
+                return false;
+            }
+        }
+        selection.resize(kept);
+        batch.all_selected = kept == batch.rows;
+        if (batch.all_selected) {
+            selection.clear();
+        }
+        return true;
+    }
+
     /// False only when the fragment's zone maps prove the predicate false for every row.
     [[nodiscard]] bool may_match(const Expr &predicate, const Fragment &fragment) const {
         if (predicate.kind() == ExprKind::logical_and) {
@@ -252,6 +411,8 @@ private:
     std::vector<std::uint32_t> _columns;
     std::vector<std::uint32_t> _widths; // bytes per row of each scanned column block
     ExprPtr _predicate;
+    std::vector<CodeFilter> _code_filters;    // conjuncts over one dictionary column, by code
+    std::vector<const Expr *> _row_conjuncts; // the other conjuncts (owned by _predicate)
     std::uint32_t _morsel_rows;
     std::vector<ScanPrefetch> _strategies; // per scanned column, with the options' overrides applied
     std::uint8_t _prefetch_lines;

@@ -198,6 +198,10 @@ public:
     /// Whether consume tasks carry the prefetch callback (asked once per run).
     [[nodiscard]] virtual bool has_prefetch() const noexcept { return false; }
 
+    // Task labels in traces (Task::trace_label) are the node's name: consume tasks plain, the
+    // other callbacks with the phase appended ("aggregate (merge)"), interned per run into a
+    // table that lives as long as the program, so a trace outlives the graph.
+
     /// Extra words for describe() / EXPLAIN (e.g. "key=a, sum(b)").
     [[nodiscard]] virtual std::string details() const { return {}; }
 
@@ -292,11 +296,28 @@ struct PipelineTiming {
     std::chrono::nanoseconds finished{0}; ///< its last node completed
 };
 
+/// What the tasks of one node did in a profiled run (RunOptions::profile).
+struct NodeProfile {
+    /// Tasks that ran a callback of the node: start, consume (or discard), finalize parts, merges,
+    /// finalize.
+    std::uint64_t tasks{0};
+    /// Their time inside those callbacks (emitting included), summed over all workers.
+    std::chrono::nanoseconds busy{0};
+};
+
+/// How to run a graph.
+struct RunOptions {
+    /// Count tasks and time per node (RunResult::nodes): two clock reads per task. Off: nothing
+    /// is counted.
+    bool profile{false};
+};
+
 struct RunResult {
     bool ok{true};
     std::string error; ///< the first fail() message or the cancel reason when !ok
     std::chrono::nanoseconds elapsed{0};
     std::vector<PipelineTiming> pipelines; ///< indexed by pipeline id
+    std::vector<NodeProfile> nodes;        ///< indexed by node id; empty unless RunOptions::profile
 };
 
 namespace detail {
@@ -331,7 +352,8 @@ public:
 
 private:
     friend class detail::RunState;
-    friend RunHandle start(tasking::Runtime &, Graph &, std::function<void(RunResult)>, CancelToken);
+    friend RunHandle start(tasking::Runtime &, Graph &, std::function<void(RunResult)>, CancelToken,
+                           RunOptions);
     CancelToken _cancel;
     std::shared_ptr<detail::Completion> _completion;
 };
@@ -342,12 +364,12 @@ private:
 /// std::invalid_argument for an invalid graph (validate()), std::logic_error when the graph is
 /// already running, the runtime is stopped or the caller is a worker; errors inside the run come
 /// back as ok = false.
-RunResult run(tasking::Runtime &runtime, Graph &graph, CancelToken cancel = {});
+RunResult run(tasking::Runtime &runtime, Graph &graph, CancelToken cancel = {}, RunOptions options = {});
 
 /// Starts the graph without blocking; `on_done` (may be empty) runs on a worker once the run
 /// finished, after the graph is marked as not running (it may start the graph again). Throws like
 /// run() for invalid graphs, a running graph or a stopped runtime.
 RunHandle start(tasking::Runtime &runtime, Graph &graph, std::function<void(RunResult)> on_done = {},
-                CancelToken cancel = {});
+                CancelToken cancel = {}, RunOptions options = {});
 
 } // namespace mx::dataflow

@@ -80,7 +80,7 @@ struct Options {
     double cancel_grace_seconds{10.0};
     bool pin{true};
     bool magic_sets{true};
-    std::string trace;          // --trace: record the timed runs, write the last one here
+    std::string trace;           // --trace: record the timed runs, write the last one here
     bool trace_alternate{false}; // --trace-alternate: only every second timed run is recorded
 };
 

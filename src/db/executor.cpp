@@ -2,6 +2,7 @@
 
 #include <mx/db/executor.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -9,7 +10,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <chrono>
 #include <vector>
 
 #include <mx/db/expression.h>
@@ -362,7 +362,8 @@ QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const Execu
     options.progress.start(scanned_rows(plan));
     if (options.analyze) {
         for (std::size_t id = 0; id < query.graph.size(); ++id) {
-            if (auto *node = dynamic_cast<detail::OperatorNode *>(&query.graph.node(static_cast<dataflow::NodeId>(id)));
+            if (auto *node = dynamic_cast<detail::OperatorNode *>(
+                    &query.graph.node(static_cast<dataflow::NodeId>(id)));
                 node != nullptr) {
                 node->count_rows(runtime.worker_count());
             }
@@ -398,7 +399,10 @@ std::string explain_analyze(const QueryResult &result) {
             continue;
         }
         if (op.fused_into.empty()) {
-            text.append(" tasks=").append(std::to_string(op.tasks)).append(" time=").append(format_ms(op.busy));
+            text.append(" tasks=")
+                .append(std::to_string(op.tasks))
+                .append(" time=")
+                .append(format_ms(op.busy));
         } else {
             text.append(" fused into ").append(op.fused_into);
         }

@@ -67,9 +67,8 @@ Analyzed parse(const std::string &text) {
             op.fused = !match[5].matched;
             op.tasks = match[5].matched ? std::stoull(match[5].str()) : 0;
             const std::string pipelines = match[6].str();
-            op.pipelines = static_cast<std::size_t>(
-                std::distance(std::sregex_iterator(pipelines.begin(), pipelines.end(), pipeline),
-                              std::sregex_iterator()));
+            op.pipelines = static_cast<std::size_t>(std::distance(
+                std::sregex_iterator(pipelines.begin(), pipelines.end(), pipeline), std::sregex_iterator()));
         }
         analyzed.operators.push_back(op);
     }
@@ -235,8 +234,8 @@ TEST_F(ExplainAnalyzeTest, TraceNamesTheOperatorsTasks) {
             }
         }
     }
-    for (const char *label : {"scan t", "scan u", "hash join build", "hash join probe", "group by", "sort",
-                              "result"}) {
+    for (const char *label :
+         {"scan t", "scan u", "hash join build", "hash join probe", "group by", "sort", "result"}) {
         EXPECT_TRUE(names.count(label) == 1) << "no slice named " << label;
     }
     // Finalize phases are named apart from the consume tasks.

@@ -140,8 +140,7 @@ std::vector<std::uint64_t> OperatorNode::counted_rows() const {
 
 bool OperatorNode::run_stages(dataflow::FlowContext &context, Batch &batch) noexcept {
     // Counted per batch, and only when analyzing: one test of a pointer otherwise.
-    std::uint64_t *levels =
-        _row_counts != nullptr ? _row_counts[context.worker_id()].levels.data() : nullptr;
+    std::uint64_t *levels = _row_counts != nullptr ? _row_counts[context.worker_id()].levels.data() : nullptr;
     if (levels != nullptr) [[unlikely]] {
         levels[0] += batch.count();
     }
@@ -237,12 +236,12 @@ Compiled compile(Compiler &compiler, const PlanNode &node) {
     if (compiler.compiled != nullptr) {
         const auto *output = dynamic_cast<const OperatorNode *>(&compiler.graph.node(compiled.output));
         compiler.compiled->emplace_back(
-            &node, CompiledPlanNode{.output = compiled.output,
-                                    .stage_level = output != nullptr
-                                                       ? static_cast<std::uint32_t>(output->stages().size())
-                                                       : 0U,
-                                    .first = first,
-                                    .last = static_cast<dataflow::NodeId>(compiler.graph.size())});
+            &node,
+            CompiledPlanNode{.output = compiled.output,
+                             .stage_level =
+                                 output != nullptr ? static_cast<std::uint32_t>(output->stages().size()) : 0U,
+                             .first = first,
+                             .last = static_cast<dataflow::NodeId>(compiler.graph.size())});
     }
     return compiled;
 }

@@ -198,13 +198,13 @@ public:
     /// Whether consume tasks carry the prefetch callback (asked once per run).
     [[nodiscard]] virtual bool has_prefetch() const noexcept { return false; }
 
-    // Task labels in traces (Task::trace_label) are the node's name: consume tasks plain, the
-    // other callbacks with the phase appended ("aggregate (merge)"), interned per run into a
-    // table that lives as long as the program, so a trace outlives the graph.
-
     /// Extra words for describe() / EXPLAIN (e.g. "key=a, sum(b)").
     [[nodiscard]] virtual std::string details() const { return {}; }
 
+    /// Shown by describe() and EXPLAIN, and the label of the node's tasks in traces
+    /// (Task::trace_label): consume tasks the name alone, the other callbacks with the phase
+    /// appended ("aggregate (merge)"), interned per run into a table that lives as long as the
+    /// program, so a trace outlives the graph.
     [[nodiscard]] const std::string &name() const noexcept { return _name; }
     /// The id the graph assigned in add().
     [[nodiscard]] NodeId id() const noexcept { return _id; }

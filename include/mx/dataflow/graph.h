@@ -298,8 +298,9 @@ struct PipelineTiming {
 
 /// What the tasks of one node did in a profiled run (RunOptions::profile).
 struct NodeProfile {
-    /// Tasks that ran a callback of the node: start, consume (or discard), finalize parts, merges,
-    /// finalize.
+    /// The node's tasks: its start task, consume tasks (also those that only discard), finalize
+    /// parts and merges, and the task that ends its consume phase when its last predecessor
+    /// completes (finalize runs in one of these).
     std::uint64_t tasks{0};
     /// Their time inside those callbacks (emitting included), summed over all workers.
     std::chrono::nanoseconds busy{0};

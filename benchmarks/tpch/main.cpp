@@ -80,6 +80,8 @@ struct Options {
     double cancel_grace_seconds{10.0};
     bool pin{true};
     bool magic_sets{true};
+    std::string trace;           // --trace: record the timed runs, write the last one here
+    bool trace_alternate{false}; // --trace-alternate: only every second timed run is recorded
 };
 
 enum class Status : std::uint8_t {
@@ -116,6 +118,7 @@ struct QueryRun {
     std::string detail;           // error text or first mismatch
     std::vector<double> seconds;  // timed runs, whole Database::query call
     std::vector<double> executes; // the same runs, dataflow execution only
+    std::vector<double> traced;   // --trace-alternate: the recorded runs (`seconds`: the others)
     std::size_t rows{0};
 };
 
@@ -439,6 +442,17 @@ void run_query(mx::sql::Database &db, const Options &options, QueryRun &run,
     bool checked = false;
     const unsigned total = options.warmup + options.reps;
     for (unsigned i = 0; i < total; ++i) {
+        // Recording starts and stops outside the timed call: the time shows what recording
+        // costs the query, not start_trace's wait for every worker.
+        const bool traced = !options.trace.empty() && i >= options.warmup &&
+                            (!options.trace_alternate || (i - options.warmup) % 2 == 1);
+        if (traced) {
+            if (const std::string error = db.runtime().start_trace(); !error.empty()) {
+                run.status = Status::failed;
+                run.detail = "--trace: " + error;
+                return;
+            }
+        }
         const auto start = std::chrono::steady_clock::now();
         mx::db::QueryResult result;
         try {
@@ -451,6 +465,18 @@ void run_query(mx::sql::Database &db, const Options &options, QueryRun &run,
             return;
         }
         const double seconds = seconds_since(start);
+        if (traced) {
+            const mx::tasking::TraceWriteResult written = db.runtime().stop_trace(options.trace);
+            if (!written.ok()) {
+                run.status = Status::failed;
+                run.detail = "--trace: " + written.error;
+                return;
+            }
+            if (options.trace_alternate) {
+                run.traced.push_back(seconds);
+                continue;
+            }
+        }
         if (!checked) {
             checked = true;
             run.rows = result.row_count();
@@ -492,6 +518,12 @@ void print_query(const QueryRun &query) {
     }
     if (!query.detail.empty()) {
         std::printf("       %s\n", query.detail.c_str());
+    }
+    if (!query.traced.empty() && !query.seconds.empty()) {
+        const double off = median(query.seconds);
+        const double on = median(query.traced);
+        std::printf("       traced: median %.6f s over %zu runs, untraced %.6f s over %zu: %+.2f %%\n", on,
+                    query.traced.size(), off, query.seconds.size(), 100.0 * (on - off) / off);
     }
     std::fflush(stdout);
 }
@@ -633,6 +665,10 @@ int main(int argc, char **argv) {
         ->check(CLI::Range(0.0, 1e6));
     app.add_flag("!--no-magic-sets", options.magic_sets,
                  "switch the optimizer's magic sets off (correlated subqueries aggregate their whole input)");
+    app.add_option("--trace", options.trace,
+                   "record the timed runs' task trace; the last one goes to FILE (JSON, CSV for *.csv)");
+    app.add_flag("--trace-alternate", options.trace_alternate,
+                 "record only every second timed run and print both medians (tracing overhead)");
     app.add_flag("--explain", options.explain, "print each query's plan (EXPLAIN) before running it");
     CLI11_PARSE(app, argc, argv);
 

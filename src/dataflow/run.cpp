@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -48,9 +49,11 @@ public:
     }
 
     TaskResult execute(TaskContext &context) noexcept override {
+        RunState::count_task(*_node, context);
         _node->run->consume(*_node, _token, context);
         return TaskResult::remove();
     }
+    [[nodiscard]] const char *trace_label() const noexcept override { return _node->labels.consume; }
 
     // The next task of the emitting callback's batch (FlowContext::flush); written and read only
     // by that callback, before the task is spawned.
@@ -76,9 +79,11 @@ class ConsumeEndTask final : public Task {
 public:
     explicit ConsumeEndTask(NodeState &node) noexcept : _node(&node) {}
     TaskResult execute(TaskContext &context) noexcept override {
+        RunState::count_task(*_node, context);
         _node->run->consume_phase_done(*_node, context);
         return TaskResult::remove();
     }
+    [[nodiscard]] const char *trace_label() const noexcept override { return _node->labels.finalize; }
 
 private:
     NodeState *_node;
@@ -88,9 +93,11 @@ class SourceStartTask final : public Task {
 public:
     explicit SourceStartTask(NodeState &node) noexcept : _node(&node) {}
     TaskResult execute(TaskContext &context) noexcept override {
+        RunState::count_task(*_node, context);
         _node->run->start_source(*_node, context);
         return TaskResult::remove();
     }
+    [[nodiscard]] const char *trace_label() const noexcept override { return _node->labels.start; }
 
 private:
     NodeState *_node;
@@ -100,9 +107,11 @@ class PartTask final : public Task {
 public:
     PartTask(NodeState &node, std::uint32_t part) noexcept : _node(&node), _part(part) {}
     TaskResult execute(TaskContext &context) noexcept override {
+        RunState::count_task(*_node, context);
         _node->run->run_part(*_node, _part, context);
         return TaskResult::remove();
     }
+    [[nodiscard]] const char *trace_label() const noexcept override { return _node->labels.part; }
 
 private:
     NodeState *_node;
@@ -114,9 +123,11 @@ public:
     MergeTask(NodeState &node, std::uint32_t into, std::uint32_t from, std::uint32_t level) noexcept
         : _node(&node), _into(into), _from(from), _level(level) {}
     TaskResult execute(TaskContext &context) noexcept override {
+        RunState::count_task(*_node, context);
         _node->run->run_merge(*_node, _into, _from, _level, context);
         return TaskResult::remove();
     }
+    [[nodiscard]] const char *trace_label() const noexcept override { return _node->labels.merge; }
 
 private:
     NodeState *_node;
@@ -132,6 +143,7 @@ public:
         _run->kickoff(context);
         return TaskResult::remove();
     }
+    [[nodiscard]] const char *trace_label() const noexcept override { return "dataflow kickoff"; }
 
 private:
     RunState *_run;
@@ -141,21 +153,45 @@ tasking::Annotation on_worker(std::uint16_t worker) noexcept {
     return tasking::Annotation{.target_worker = worker};
 }
 
+/// A trace label for `name`: the same pointer for the same text, alive until the program ends
+/// (a trace may be written long after the graph is gone). Only a few names per node and run.
+const char *intern_label(std::string name) {
+    static std::mutex mutex;
+    // Never destroyed: a trace written while the program exits may still point into it.
+    static auto *labels = new std::set<std::string, std::less<>>(); // NOLINT(cppcoreguidelines-owning-memory)
+    const std::lock_guard lock{mutex};
+    return labels->insert(std::move(name)).first->c_str();
+}
+
+NodeLabels labels_of(const Node &node) {
+    const std::string &name = node.name();
+    return NodeLabels{.start = intern_label(name + " (start)"),
+                      .consume = intern_label(name),
+                      .part = intern_label(name + " (finalize part)"),
+                      .merge = intern_label(name + " (merge)"),
+                      .finalize = intern_label(name + " (finalize)")};
+}
+
 } // namespace
 
 RunState::RunState(tasking::Runtime &runtime, Graph &graph, std::vector<Pipeline> pipelines,
                    std::function<void(RunResult)> on_done, CancelToken cancel,
-                   std::shared_ptr<Completion> completion)
+                   std::shared_ptr<Completion> completion, RunOptions options)
     : _graph(&graph), _workers(runtime.worker_count()), _plan(std::move(pipelines)),
       _nodes(std::make_unique<NodeState[]>(graph.size())),
       _pipelines(std::make_unique<PipelineState[]>(_plan.size())), _on_done(std::move(on_done)),
-      _cancel(std::move(cancel._state)), _completion(std::move(completion)), _started(Clock::now()) {
+      _cancel(std::move(cancel._state)), _completion(std::move(completion)), _started(Clock::now()),
+      _profile(options.profile) {
     const auto size = static_cast<NodeId>(graph.size());
     for (NodeId id = 0; id < size; ++id) {
         NodeState &state = _nodes[id];
         state.run = this;
         state.node = &graph.node(id);
         state.prefetch = state.node->has_prefetch();
+        state.labels = labels_of(*state.node);
+        if (options.profile) {
+            state.counters = std::make_unique<NodeCounters[]>(_workers);
+        }
         for (const NodeId next : graph.successors(id)) {
             state.successors.push_back(&_nodes[next]);
         }
@@ -210,9 +246,11 @@ void RunState::start_pipeline(std::uint32_t pipeline, TaskContext &context) noex
 
 void RunState::start_source(NodeState &node, TaskContext &context) noexcept {
     if (!cancelled()) {
+        const auto begin = callback_begin(node);
         FlowContext flow{context, *this, node, Phase::start};
         node.node->start(flow);
         flow.flush(); // counted while the start task still holds its share
+        callback_end(node, context, begin);
     }
     if (release_share(node)) {
         consume_phase_done(node, context);
@@ -220,6 +258,7 @@ void RunState::start_source(NodeState &node, TaskContext &context) noexcept {
 }
 
 void RunState::consume(NodeState &node, Token token, TaskContext &context) noexcept {
+    const auto begin = callback_begin(node);
     if (!cancelled()) [[likely]] {
         FlowContext flow{context, *this, node, Phase::consume};
         node.node->consume(flow, token);
@@ -227,6 +266,7 @@ void RunState::consume(NodeState &node, Token token, TaskContext &context) noexc
     } else {
         node.node->discard(token);
     }
+    callback_end(node, context, begin); // before the share: the run may end with it
     if (release_share(node)) {
         consume_phase_done(node, context);
     }
@@ -275,9 +315,11 @@ void RunState::consume_phase_done(NodeState &node, TaskContext &context) noexcep
 
 void RunState::run_part(NodeState &node, std::uint32_t part, TaskContext &context) noexcept {
     if (!cancelled()) {
+        const auto begin = callback_begin(node);
         FlowContext flow{context, *this, node, Phase::finalize_part};
         node.node->finalize_part(flow, part);
         flow.flush();
+        callback_end(node, context, begin);
     }
     if (node.outstanding_parts.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         start_merges(node, context);
@@ -316,9 +358,11 @@ void RunState::spawn_merge(NodeState &node, std::uint32_t into, std::uint32_t le
 void RunState::run_merge(NodeState &node, std::uint32_t into, std::uint32_t from, std::uint32_t level,
                          TaskContext &context) noexcept {
     if (!cancelled()) {
+        const auto begin = callback_begin(node);
         FlowContext flow{context, *this, node, Phase::merge};
         node.node->merge(flow, into, from);
         flow.flush();
+        callback_end(node, context, begin);
     }
     // Find the merge this one's result feeds: the lowest level above with a merge at the parent
     // position (a left input without a right partner moves up unchanged).
@@ -341,9 +385,11 @@ void RunState::run_merge(NodeState &node, std::uint32_t into, std::uint32_t from
 
 void RunState::run_finalize(NodeState &node, TaskContext &context) noexcept {
     if (!cancelled()) {
+        const auto begin = callback_begin(node);
         FlowContext flow{context, *this, node, Phase::finalize};
         node.node->finalize(flow);
         flow.flush(); // counted at the successors before this node gives up its shares below
+        callback_end(node, context, begin);
     }
     complete_node(node, context);
 }
@@ -389,6 +435,16 @@ void RunState::finish() noexcept {
             timing.finished = std::chrono::duration_cast<std::chrono::nanoseconds>(state.finished - _started);
         }
         result.pipelines.push_back(timing);
+    }
+    if (_profile) {
+        result.nodes.resize(_graph->size());
+        for (std::size_t id = 0; id < result.nodes.size(); ++id) {
+            for (std::uint16_t worker = 0; worker < _workers; ++worker) {
+                const NodeCounters &counters = _nodes[id].counters[worker];
+                result.nodes[id].tasks += counters.tasks;
+                result.nodes[id].busy += std::chrono::nanoseconds(counters.nanoseconds);
+            }
+        }
     }
     std::function<void(RunResult)> on_done = std::move(_on_done);
     std::shared_ptr<Completion> completion = std::move(_completion);
@@ -533,7 +589,7 @@ RunResult RunHandle::wait() const {
 }
 
 RunHandle start(tasking::Runtime &runtime, Graph &graph, std::function<void(RunResult)> on_done,
-                CancelToken cancel) {
+                CancelToken cancel, RunOptions options) {
     std::vector<Pipeline> plan = graph.pipelines(); // validates
     if (!runtime.running()) {
         throw std::logic_error("dataflow: the runtime is stopped; start it before running a graph");
@@ -550,7 +606,7 @@ RunHandle start(tasking::Runtime &runtime, Graph &graph, std::function<void(RunR
             graph.node(static_cast<NodeId>(id)).prepare(runtime.worker_count(), runtime.region_count());
         }
         state = new detail::RunState(runtime, graph, std::move(plan), std::move(on_done), std::move(cancel),
-                                     handle._completion);
+                                     handle._completion, options);
     } catch (...) {
         detail::RunState::release(graph);
         throw;
@@ -559,12 +615,12 @@ RunHandle start(tasking::Runtime &runtime, Graph &graph, std::function<void(RunR
     return handle;
 }
 
-RunResult run(tasking::Runtime &runtime, Graph &graph, CancelToken cancel) {
+RunResult run(tasking::Runtime &runtime, Graph &graph, CancelToken cancel, RunOptions options) {
     if (tasking::detail::current_worker() != nullptr) {
         throw std::logic_error(
             "dataflow: run() blocks and cannot be called from inside a worker; use start()");
     }
-    return start(runtime, graph, {}, std::move(cancel)).wait();
+    return start(runtime, graph, {}, std::move(cancel), options).wait();
 }
 
 } // namespace mx::dataflow

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,23 @@ struct Completion {
 
 class RunState;
 
+/// A profiled run's counters of one node on one worker (RunOptions::profile): written only by
+/// the tasks of the node that run on that worker, one at a time; read by finish() once every
+/// task of the run is over (ordered by the run's counters). Padded: workers count side by side.
+struct alignas(system::cache_line_size) NodeCounters {
+    std::uint64_t tasks{0};
+    std::uint64_t nanoseconds{0};
+};
+
+/// Trace labels of a node's tasks, one per phase (interned: they outlive the run).
+struct NodeLabels {
+    const char *start{nullptr};
+    const char *consume{nullptr};
+    const char *part{nullptr};
+    const char *merge{nullptr};
+    const char *finalize{nullptr};
+};
+
 /// One node during one run.
 struct alignas(system::cache_line_size) NodeState {
     // Set up by the RunState constructor on the starting thread, read-only afterwards.
@@ -56,6 +74,8 @@ struct alignas(system::cache_line_size) NodeState {
     Node *node{nullptr};
     std::uint32_t pipeline{0};
     bool prefetch{false};
+    NodeLabels labels;
+    std::unique_ptr<NodeCounters[]> counters; // one per worker when profiled, else nullptr
     std::vector<NodeState *> successors;
     std::vector<std::uint32_t> dependents; // pipelines waiting for this node
 
@@ -96,7 +116,7 @@ class RunState {
 public:
     RunState(tasking::Runtime &runtime, Graph &graph, std::vector<Pipeline> pipelines,
              std::function<void(RunResult)> on_done, CancelToken cancel,
-             std::shared_ptr<Completion> completion);
+             std::shared_ptr<Completion> completion, RunOptions options);
     RunState(const RunState &) = delete;
     RunState &operator=(const RunState &) = delete;
     ~RunState() = default;
@@ -125,6 +145,28 @@ public:
     /// `target` (worker or region; DispatchTarget::any resolved by the caller).
     static ConsumeTask &make_consume(NodeState &node, Token token, const DispatchTarget *target,
                                      tasking::TaskContext &context) noexcept;
+
+    /// A profiled run: counts a task of `node` on this worker (at its start, while the node's
+    /// state is certainly alive).
+    static void count_task(NodeState &node, const tasking::TaskContext &context) noexcept {
+        if (node.counters != nullptr) [[unlikely]] {
+            ++node.counters[context.worker_id()].tasks;
+        }
+    }
+    /// A profiled run: the time of a callback that began at `begin` (nullopt when not profiled).
+    static std::optional<Clock::time_point> callback_begin(const NodeState &node) noexcept {
+        if (node.counters != nullptr) [[unlikely]] {
+            return Clock::now();
+        }
+        return std::nullopt;
+    }
+    static void callback_end(NodeState &node, const tasking::TaskContext &context,
+                             const std::optional<Clock::time_point> &begin) noexcept {
+        if (begin.has_value()) [[unlikely]] {
+            node.counters[context.worker_id()].nanoseconds += static_cast<std::uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - *begin).count());
+        }
+    }
 
     [[nodiscard]] bool cancelled() const noexcept {
         return _cancel->cancelled.load(std::memory_order_acquire);
@@ -158,6 +200,7 @@ private:
     std::shared_ptr<CancelState> _cancel;
     std::shared_ptr<Completion> _completion;
     Clock::time_point _started;
+    bool _profile; // RunOptions::profile: every node has counters
 
     // Nodes not completed yet; the task that completes the last one finishes the run.
     alignas(system::cache_line_size) std::atomic<std::uint32_t> _remaining_nodes{0};

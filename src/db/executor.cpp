@@ -2,6 +2,7 @@
 
 #include <mx/db/executor.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -42,6 +43,8 @@ void collect_tables(const PlanNode &node, std::vector<std::shared_ptr<const Tabl
 struct CompiledQuery {
     dataflow::Graph graph;
     detail::SinkNode *sink{nullptr};
+    /// ExecutionOptions::analyze: where each compiled plan node ended up.
+    std::vector<std::pair<const PlanNode *, detail::CompiledPlanNode>> plan_nodes;
 };
 
 /// Lets the consumer of every scan count the scan's morsels into the progress once it processed
@@ -62,7 +65,7 @@ void defer_scan_progress(dataflow::Graph &graph, const QueryProgress &progress) 
 }
 
 void compile_query(CompiledQuery &query, const PlanNode &plan, const ExecutionOptions &options) {
-    detail::Compiler compiler{query.graph, options};
+    detail::Compiler compiler{query.graph, options, options.analyze ? &query.plan_nodes : nullptr};
     try {
         const detail::Compiled output = detail::compile(compiler, plan);
         auto &sink = query.graph.add<detail::SinkNode>();
@@ -102,8 +105,8 @@ std::uint64_t scanned_rows(const PlanNode &node) {
     return rows;
 }
 
-void describe_plan(const PlanNode &node, const ExecutionOptions &options, int depth, std::string &text) {
-    text.append(static_cast<std::size_t>(depth) * 2, ' ');
+/// One operator as EXPLAIN shows it, without indentation and estimate.
+void describe_node(const PlanNode &node, const ExecutionOptions &options, std::string &text) {
     switch (node.kind) {
     case PlanKind::scan:
         text.append("Scan ").append(node.table != nullptr ? node.table->name() : "?").append(" [");
@@ -202,10 +205,106 @@ void describe_plan(const PlanNode &node, const ExecutionOptions &options, int de
         }
         break;
     }
+}
+
+void describe_plan(const PlanNode &node, const ExecutionOptions &options, int depth, std::string &text) {
+    text.append(static_cast<std::size_t>(depth) * 2, ' ');
+    describe_node(node, options, text);
     text.append("  (rows=").append(format_rows(node.estimated_rows)).append(")\n");
     for (const auto &child : node.children) {
         describe_plan(*child, options, depth + 1, text);
     }
+}
+
+/// The plan nodes in pre-order with their depth.
+void plan_order(const PlanNode &node, int depth, std::vector<std::pair<const PlanNode *, int>> &order) {
+    order.emplace_back(&node, depth);
+    for (const auto &child : node.children) {
+        plan_order(*child, depth + 1, order);
+    }
+}
+
+/// EXPLAIN ANALYZE: per plan node its rows (from the operator nodes' row counts), its own
+/// dataflow nodes' tasks and time (a node belongs to the innermost plan node that added it), and
+/// their pipelines' wall times.
+std::vector<OperatorAnalysis> analyze(const PlanNode &plan, const ExecutionOptions &options,
+                                      const CompiledQuery &query, const dataflow::RunResult &run) {
+    std::vector<std::pair<const PlanNode *, int>> order;
+    plan_order(plan, 0, order);
+    const std::size_t nodes = query.graph.size();
+    // The owner of a dataflow node: the recorded plan node with the smallest range holding it.
+    std::vector<const detail::CompiledPlanNode *> owner(nodes, nullptr);
+    for (const auto &[plan_node, compiled] : query.plan_nodes) {
+        for (dataflow::NodeId id = compiled.first; id < compiled.last; ++id) {
+            if (owner[id] == nullptr || owner[id]->last - owner[id]->first > compiled.last - compiled.first) {
+                owner[id] = &compiled;
+            }
+        }
+    }
+    const std::vector<dataflow::Pipeline> pipelines = query.graph.pipelines();
+    std::vector<std::uint32_t> pipeline_of(nodes, 0);
+    for (const dataflow::Pipeline &pipeline : pipelines) {
+        for (const dataflow::NodeId id : pipeline.nodes) {
+            pipeline_of[id] = pipeline.id;
+        }
+    }
+    auto add_pipeline = [&](OperatorAnalysis &analysis, dataflow::NodeId id) {
+        const std::uint32_t pipeline = pipeline_of[id];
+        for (const auto &timing : analysis.pipelines) {
+            if (timing.pipeline == pipeline) {
+                return;
+            }
+        }
+        if (pipeline < run.pipelines.size()) {
+            analysis.pipelines.push_back(run.pipelines[pipeline]);
+        }
+    };
+
+    std::vector<OperatorAnalysis> result;
+    for (const auto &[plan_node, depth] : order) {
+        OperatorAnalysis analysis;
+        analysis.node = plan_node;
+        analysis.depth = depth;
+        describe_node(*plan_node, options, analysis.description);
+        const detail::CompiledPlanNode *compiled = nullptr;
+        for (const auto &[recorded, where] : query.plan_nodes) {
+            if (recorded == plan_node) {
+                compiled = &where;
+            }
+        }
+        if (compiled != nullptr) {
+            const auto *output =
+                dynamic_cast<const detail::OperatorNode *>(&query.graph.node(compiled->output));
+            if (output != nullptr) {
+                const std::vector<std::uint64_t> rows = output->counted_rows();
+                if (compiled->stage_level < rows.size()) {
+                    analysis.rows = rows[compiled->stage_level];
+                }
+            }
+            for (dataflow::NodeId id = compiled->first; id < compiled->last; ++id) {
+                if (owner[id] != compiled) {
+                    continue;
+                }
+                if (id < run.nodes.size()) {
+                    analysis.tasks += run.nodes[id].tasks;
+                    analysis.busy += run.nodes[id].busy;
+                }
+                add_pipeline(analysis, id);
+            }
+            if (analysis.pipelines.empty()) { // fused: runs in the tasks of its output node
+                analysis.fused_into = query.graph.node(compiled->output).name();
+                add_pipeline(analysis, compiled->output);
+            }
+        }
+        result.push_back(std::move(analysis));
+    }
+    return result;
+}
+
+std::string format_ms(std::chrono::nanoseconds time) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3f ms", static_cast<double>(time.count()) / 1e6);
+    return text;
 }
 
 /// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled; `force` quotes
@@ -261,7 +360,17 @@ QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const Execu
     compile_query(query, plan, options);
 
     options.progress.start(scanned_rows(plan));
-    const dataflow::RunResult run = dataflow::run(runtime, query.graph, options.cancel);
+    if (options.analyze) {
+        for (std::size_t id = 0; id < query.graph.size(); ++id) {
+            if (auto *node = dynamic_cast<detail::OperatorNode *>(
+                    &query.graph.node(static_cast<dataflow::NodeId>(id)));
+                node != nullptr) {
+                node->count_rows(runtime.worker_count());
+            }
+        }
+    }
+    const dataflow::RunResult run =
+        dataflow::run(runtime, query.graph, options.cancel, dataflow::RunOptions{.profile = options.analyze});
     if (!run.ok) {
         throw ExecutionError(run.error);
     }
@@ -274,7 +383,38 @@ QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const Execu
     }
     result.elapsed = run.elapsed;
     result.pipelines = run.pipelines;
+    if (options.analyze) {
+        result.analysis = analyze(plan, options, query, run);
+    }
     return result;
+}
+
+std::string explain_analyze(const QueryResult &result) {
+    std::string text = "Plan:\n";
+    for (const OperatorAnalysis &op : result.analysis) {
+        text.append(static_cast<std::size_t>(op.depth + 1) * 2, ' ').append(op.description);
+        text.append("  (rows=").append(op.rows ? std::to_string(*op.rows) : std::string("?"));
+        if (!op.rows) {
+            text.append(" folded into its parent)\n");
+            continue;
+        }
+        if (op.fused_into.empty()) {
+            text.append(" tasks=")
+                .append(std::to_string(op.tasks))
+                .append(" time=")
+                .append(format_ms(op.busy));
+        } else {
+            text.append(" fused into ").append(op.fused_into);
+        }
+        for (const auto &pipeline : op.pipelines) {
+            text.append(" pipeline ").append(std::to_string(pipeline.pipeline)).append(": ");
+            text.append(format_ms(pipeline.finished - pipeline.started));
+        }
+        text.append(")\n");
+    }
+    text.append("Total: ").append(std::to_string(result.row_count())).append(" rows in ");
+    text.append(format_ms(result.elapsed)).append("\n");
+    return text;
 }
 
 std::string explain(const PlanNode &plan, const ExecutionOptions &options) {

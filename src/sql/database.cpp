@@ -92,6 +92,18 @@ public:
              -1);
     }
 
+    /// EXPLAIN ANALYZE of a SELECT: runs it as a SELECT would (cancellable, with progress),
+    /// counting rows, tasks and time per operator; the rows are dropped.
+    StatementResult explain_analyze(const Json &select) {
+        Compiled compiled = compile_select(_source, _database.catalog(), select, _statement.location,
+                                           _database.options().optimizer);
+        StatementResult result;
+        result.kind = StatementKind::explain;
+        result.tag = "EXPLAIN";
+        result.text = db::explain_analyze(run_plan(*compiled.physical.root, true, true));
+        return result;
+    }
+
 private:
     [[noreturn]] void fail(const std::string &message, std::int64_t location) const {
         throw _source.error(message, location >= 0 ? location : _statement.location);
@@ -99,9 +111,10 @@ private:
 
     /// `rows`: the result as rows of Values whatever ExecutionOptions::columnar says (INSERT
     /// reads them).
-    db::QueryResult run_plan(const db::PlanNode &plan, bool rows = false) {
+    db::QueryResult run_plan(const db::PlanNode &plan, bool rows = false, bool analyze = false) {
         db::ExecutionOptions options = _database.options().execution;
         options.columnar = options.columnar && !rows;
+        options.analyze = analyze;
         options.cancel = dataflow::CancelToken{};
         options.progress = db::QueryProgress{};
         const Database::RunningQuery running(_database, options);
@@ -123,15 +136,22 @@ private:
     }
 
     StatementResult explain(const Json &body) {
+        bool analyze = false;
         for (const Json *option : detail::list_field(body, "options")) {
             const std::string name = detail::string_field(detail::node_body(*option), "defname");
             if (name == "analyze") {
-                fail("EXPLAIN ANALYZE is not supported", detail::location_of(*option));
+                analyze = true;
+            } else {
+                fail("EXPLAIN option not supported: " + name + " (supported: ANALYZE)",
+                     detail::location_of(*option));
             }
         }
         const Json &query = detail::field(body, "query");
         if (detail::node_name(query) != "SelectStmt") {
             fail("EXPLAIN supports SELECT statements only", detail::location_of(query));
+        }
+        if (analyze) {
+            return explain_analyze(detail::node_body(query));
         }
         Compiled compiled = compile_select(_source, _database.catalog(), detail::node_body(query),
                                            _statement.location, _database.options().optimizer);
@@ -566,6 +586,15 @@ std::string Database::explain(std::string_view sql) {
         return explain_text(
             compile_select(source, _catalog, select, statements.front().location, _options.optimizer),
             _options.execution);
+    });
+}
+
+std::string Database::explain_analyze(std::string_view sql) {
+    const detail::Source source(sql);
+    const auto statements = guarded(source, -1, [&] { return detail::parse(source); });
+    const Json &select = single_select(source, statements);
+    return guarded(source, statements.front().location, [&] {
+        return StatementRunner(*this, source, statements.front()).explain_analyze(select).text;
     });
 }
 

@@ -477,6 +477,35 @@ private:
     std::uint16_t _finalize_on;
 };
 
+TEST_P(DataflowRun, ProfileCountsEveryTaskOfEveryNode) {
+    Graph graph;
+    const std::uint64_t n = scaled(500);
+    auto &scan = source(graph, "scan", n);
+    auto &map = graph.add<Op>("map", OpConfig{.add = 1, .spin = 200});
+    auto &sum = graph.add<Op>("sum", OpConfig{.forward = false, .use_parts = true});
+    graph.connect(scan, map);
+    graph.connect(map, sum);
+    const RunResult plain = mx::dataflow::run(runtime(), graph);
+    check_graph(graph, plain);
+    EXPECT_TRUE(plain.nodes.empty()) << "an unprofiled run counts nothing";
+
+    const RunResult profiled =
+        mx::dataflow::run(runtime(), graph, {}, mx::dataflow::RunOptions{.profile = true});
+    check_graph(graph, profiled);
+    ASSERT_EQ(profiled.nodes.size(), 3U);
+    // The start task plus one consume task per token; a node whose consume phase ends when its
+    // predecessor completes runs one more task for that (ConsumeEndTask).
+    EXPECT_EQ(profiled.nodes[scan.id()].tasks, n + 1);
+    EXPECT_GE(profiled.nodes[map.id()].tasks, n);
+    EXPECT_LE(profiled.nodes[map.id()].tasks, n + 1);
+    // Consume tasks, one part per worker, workers - 1 merges.
+    const std::uint64_t sum_tasks = n + workers() + (workers() - 1U);
+    EXPECT_GE(profiled.nodes[sum.id()].tasks, sum_tasks);
+    EXPECT_LE(profiled.nodes[sum.id()].tasks, sum_tasks + 1);
+    EXPECT_GT(profiled.nodes[map.id()].busy.count(), 0);
+    EXPECT_LE(profiled.nodes[map.id()].busy, profiled.elapsed * workers());
+}
+
 TEST_P(DataflowRun, FinalizeEmitsToOtherWorkersBeforeTheSinkFinalizes) {
     // Two predecessors finalize on different workers and send tokens to every worker; the sink's
     // consume phase may end only after whichever finishes last. Every token must be consumed

@@ -95,7 +95,8 @@ TEST_F(ErrorTest, StatementErrors) {
     expect_error("COPY emp FROM '/nonexistent/file.tbl'", "/nonexistent/file.tbl", 1);
     expect_error("COPY emp FROM '/tmp/x' (FORMAT parquet)", "COPY format \"parquet\" is not supported", 25);
     expect_error("COPY emp TO '/tmp/x'", "COPY ... TO is not supported", 1);
-    expect_error("EXPLAIN ANALYZE SELECT 1", "EXPLAIN ANALYZE is not supported", 9);
+    expect_error("EXPLAIN (VERBOSE) SELECT 1", "EXPLAIN option not supported: verbose (supported: ANALYZE)",
+                 10);
     // The failed statements changed nothing.
     EXPECT_EQ(rows("SELECT count(*) FROM dept"), (Rows{"3"}));
     EXPECT_EQ(db.catalog().find("t"), nullptr);

@@ -298,6 +298,58 @@ def test_interactive():
           "error, then the shell goes on", code, text, "")
 
 
+def test_explain_analyze():
+    code, out, err = run(["-c", "CREATE TABLE t(a INT, b INT); INSERT INTO t VALUES (1, 1), (2, 1), (3, 2);"
+                                "EXPLAIN ANALYZE SELECT b, count(*) FROM t WHERE a > 1 GROUP BY b"])
+    check(code == 0 and err == "", "exit 0", code, out, err)
+    check(re.search(r"^ +Aggregate .*\(rows=2 tasks=\d+ time=\d+\.\d{3} ms pipeline \d+: ", out, re.M)
+          is not None, "aggregate line with 2 rows", code, out, err)
+    check(re.search(r"^ +Scan t .*\(rows=2 tasks=\d+ ", out, re.M) is not None, "scan line with 2 rows", code, out,
+          err)
+    check(out.startswith("CREATE TABLE\nINSERT 0 3\nPlan:\n  "), "plan after the command tags", code, out, err)
+    check(re.search(r"^Total: 2 rows in \d+\.\d{3} ms$", out, re.M) is not None, "total line", code, out, err)
+
+
+def trace_slices(path):
+    with open(path) as f:
+        text = f.read()
+    if path.endswith(".csv"):
+        return text
+    import json
+    return {event.get("name") for event in json.loads(text)["traceEvents"]}
+
+
+def test_trace_option():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "q.json")
+        code, out, err = run(["--trace", path, "-c",
+                              "CREATE TABLE t(a INT); INSERT INTO t VALUES (1), (2); SELECT sum(a) FROM t"])
+        check(code == 0 and err == "", "exit 0", code, out, err)
+        names = trace_slices(path)
+        check("scan t" in names and "aggregate" in names, f"operator slices in {sorted(names)}", code, out, err)
+        code, out, err = run(["--trace", tmp, "-c", "SELECT 1"])
+        check(code == 1 and one_error_line(err) and "--trace: .trace: cannot write" in err and out == "",
+              "a directory is a clear error before anything runs", code, out, err)
+
+
+def test_trace_command():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "q.csv")
+        script = ("CREATE TABLE t(a INT);\nINSERT INTO t VALUES (1), (2);\n"
+                  f".trace {tmp}/missing/x.json\nSELECT 1 AS one;\n.trace off\n.trace\n"
+                  f".trace {path}\nSELECT sum(a) FROM t;\n.trace off\nSELECT 2 AS two;\n")
+        code, out, err = run([], stdin=script)
+        errors = err.splitlines()
+        check(len(errors) == 3 and errors[0].startswith("tunadb: line 3: .trace: cannot write ")
+              and "No such file or directory" in errors[0] and "no trace is being recorded" in errors[1]
+              and "expected a file name or off" in errors[2], "three clear errors", code, out, err)
+        check(" one\n" in out and " two\n" in out and " sum\n" in out, "the shell went on", code, out, err)
+        check(code == 1, "exit 1 after errors", code, out, err)
+        text = trace_slices(path)
+        check(text.startswith("# mxtasking trace:") and '"scan t"' in text and '"aggregate"' in text,
+              "CSV trace with operator slices", code, out, err)
+
+
 globals()["test_" + sys.argv[2]]()
 if failures:
     print("\n\n".join(failures))

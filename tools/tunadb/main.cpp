@@ -1,7 +1,7 @@
 // tunadb: TunaDB's SQL shell (docs/tunadb.md).
 //
 //   tunadb [--tpch SF] [--data-dir DIR] [--threads N] [--morsel-rows N] [--csv] [--null TEXT]
-//          [-c SQL | FILE]
+//          [--trace FILE] [-c SQL | FILE]
 //
 // Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line, 130 Ctrl-C in
 // -c/FILE mode.
@@ -39,7 +39,10 @@ struct Arguments {
     std::optional<std::string> null_text;
     std::optional<std::string> command;
     std::string file;
+    std::string trace;
 };
+
+int run_session(const Arguments &arguments, tunadb::Session &session);
 
 int run(const Arguments &arguments) {
     mx::tasking::RuntimeConfig config;
@@ -57,7 +60,18 @@ int run(const Arguments &arguments) {
     tunadb::Session session{
         database, monitor,
         tunadb::SessionOptions{arguments.csv, arguments.null_text, false, arguments.data_dir}};
+    if (!arguments.trace.empty() && !session.start_trace(arguments.trace, "--trace")) {
+        return 1;
+    }
+    const int code = run_session(arguments, session);
+    // The trace (--trace, or a .trace left on) covers everything the session ran.
+    if (!session.stop_trace(arguments.trace.empty() ? "" : "--trace")) {
+        return code == 0 ? 1 : code;
+    }
+    return code;
+}
 
+int run_session(const Arguments &arguments, tunadb::Session &session) {
     if (!arguments.tpch.empty() && !session.load_tpch(arguments.tpch)) {
         return tunadb::interrupted() ? 130 : 1;
     }
@@ -100,6 +114,8 @@ int main(int argc, char **argv) {
                    "Rows per scan task (tuning; smaller makes Ctrl-C take effect sooner)")
         ->check(CLI::Range(1, 1 << 20));
     app.add_flag("--csv", arguments.csv, "Print results as CSV (RFC 4180) with a header row");
+    app.add_option("--trace", arguments.trace,
+                   "Record a task trace of the session into FILE (Chrome JSON, CSV for *.csv)");
     app.add_option("--null", arguments.null_text,
                    "Print NULL as this text (default: NULL in tables, an empty field in CSV)");
     auto *command = app.add_option("-c", arguments.command, "Run the statements in SQL and exit");

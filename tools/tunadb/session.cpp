@@ -19,6 +19,8 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
+#include <mx/tasking/runtime.h>
+
 #include "format.h"
 #include "tpch_check.h"
 
@@ -71,6 +73,8 @@ constexpr const char *help_text =
     "  .schema [TABLE]       CREATE TABLE text of one or all tables\n"
     "  .timer on|off         print the elapsed time of every statement\n"
     "  .tpch SF              generate (once, cached) and load TPC-H at scale factor SF\n"
+    "  .trace FILE|off       record a task trace of the following statements into FILE\n"
+    "                        (Chrome JSON, CSV for *.csv), written at .trace off or exit\n"
     "  .quit                 leave the shell (also Ctrl-D)\n"
     "Ctrl-C cancels the running query.\n";
 
@@ -234,6 +238,17 @@ bool Session::run_dot_command(std::string_view line, std::string_view where) {
         } else {
             return fail(".timer: expected on or off");
         }
+    } else if (command == ".trace") {
+        if (argument.empty()) {
+            return fail(".trace: expected a file name or off, e.g. .trace q1.json");
+        }
+        if (argument == "off") {
+            if (!_trace_path.has_value()) {
+                return fail(".trace off: no trace is being recorded");
+            }
+            return stop_trace(where);
+        }
+        return start_trace(argument, where);
     } else if (command == ".tpch") {
         if (argument.empty()) {
             return fail(".tpch: expected a scale factor, e.g. .tpch 0.01");
@@ -243,6 +258,45 @@ bool Session::run_dot_command(std::string_view line, std::string_view where) {
         return fail("unknown command " + command + " (see .help)");
     }
     std::cout.flush();
+    return true;
+}
+
+bool Session::start_trace(const std::string &path, std::string_view where) {
+    if (_trace_path.has_value() && !stop_trace(where)) {
+        return false;
+    }
+    {
+        // Fails now, not after the queries ran: a directory, a missing directory, no permission.
+        std::ofstream probe{path, std::ios::out | std::ios::app};
+        if (!probe) {
+            report_error(where, ".trace: cannot write " + path + ": " + std::strerror(errno));
+            return false;
+        }
+    }
+    const std::string error = _database.runtime().start_trace();
+    if (!error.empty()) {
+        report_error(where, ".trace: " + error);
+        return false;
+    }
+    _trace_path = path;
+    return true;
+}
+
+bool Session::stop_trace(std::string_view where) {
+    if (!_trace_path.has_value()) {
+        return true;
+    }
+    const std::string path = std::move(*_trace_path);
+    _trace_path.reset();
+    const mx::tasking::TraceWriteResult written = _database.runtime().stop_trace(path);
+    if (!written.ok()) {
+        report_error(where, ".trace: " + written.error);
+        return false;
+    }
+    if (written.dropped > 0) {
+        report_error(where, ".trace: " + path + ": " + std::to_string(written.dropped) +
+                                " events did not fit and were dropped (MX_TRACE_EVENTS raises the limit)");
+    }
     return true;
 }
 

@@ -44,6 +44,12 @@ public:
     bool run_piece(const Piece &piece, std::string_view origin);
     /// A line starting with '.'; `where` names its place for errors ("" in the interactive shell).
     bool run_dot_command(std::string_view line, std::string_view where);
+    /// Starts recording a task trace (Runtime::start_trace) to be written to `path` (Chrome
+    /// JSON, CSV for *.csv) by stop_trace(); a trace being recorded is written first. A path that
+    /// cannot be written is reported at once (`where` names the place) and nothing is recorded.
+    bool start_trace(const std::string &path, std::string_view where);
+    /// Writes the trace being recorded, if any; false (reported) when it cannot be written.
+    bool stop_trace(std::string_view where);
     /// Generates (once, cached) and loads TPC-H at `scale_factor`.
     bool load_tpch(std::string_view scale_factor);
     /// The shell: readline with history when `interactive`, else plain lines from stdin without
@@ -65,6 +71,8 @@ private:
     std::uint32_t _input_line{0};
     bool _failed{false};
     bool _quit{false};
+    // The file of the trace being recorded (.trace, --trace); main thread only.
+    std::optional<std::string> _trace_path;
     // Set while loading TPC-H: command tags (CREATE TABLE, COPY n) are not printed.
     bool _quiet{false};
 };

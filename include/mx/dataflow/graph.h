@@ -201,6 +201,10 @@ public:
     /// Extra words for describe() / EXPLAIN (e.g. "key=a, sum(b)").
     [[nodiscard]] virtual std::string details() const { return {}; }
 
+    /// Shown by describe() and EXPLAIN, and the label of the node's tasks in traces
+    /// (Task::trace_label): consume tasks the name alone, the other callbacks with the phase
+    /// appended ("aggregate (merge)"), interned per run into a table that lives as long as the
+    /// program, so a trace outlives the graph.
     [[nodiscard]] const std::string &name() const noexcept { return _name; }
     /// The id the graph assigned in add().
     [[nodiscard]] NodeId id() const noexcept { return _id; }
@@ -292,11 +296,29 @@ struct PipelineTiming {
     std::chrono::nanoseconds finished{0}; ///< its last node completed
 };
 
+/// What the tasks of one node did in a profiled run (RunOptions::profile).
+struct NodeProfile {
+    /// The node's tasks: its start task, consume tasks (also those that only discard), finalize
+    /// parts and merges, and the task that ends its consume phase when its last predecessor
+    /// completes (finalize runs in one of these).
+    std::uint64_t tasks{0};
+    /// Their time inside those callbacks (emitting included), summed over all workers.
+    std::chrono::nanoseconds busy{0};
+};
+
+/// How to run a graph.
+struct RunOptions {
+    /// Count tasks and time per node (RunResult::nodes): two clock reads per task. Off: nothing
+    /// is counted.
+    bool profile{false};
+};
+
 struct RunResult {
     bool ok{true};
     std::string error; ///< the first fail() message or the cancel reason when !ok
     std::chrono::nanoseconds elapsed{0};
     std::vector<PipelineTiming> pipelines; ///< indexed by pipeline id
+    std::vector<NodeProfile> nodes;        ///< indexed by node id; empty unless RunOptions::profile
 };
 
 namespace detail {
@@ -331,7 +353,8 @@ public:
 
 private:
     friend class detail::RunState;
-    friend RunHandle start(tasking::Runtime &, Graph &, std::function<void(RunResult)>, CancelToken);
+    friend RunHandle start(tasking::Runtime &, Graph &, std::function<void(RunResult)>, CancelToken,
+                           RunOptions);
     CancelToken _cancel;
     std::shared_ptr<detail::Completion> _completion;
 };
@@ -342,12 +365,12 @@ private:
 /// std::invalid_argument for an invalid graph (validate()), std::logic_error when the graph is
 /// already running, the runtime is stopped or the caller is a worker; errors inside the run come
 /// back as ok = false.
-RunResult run(tasking::Runtime &runtime, Graph &graph, CancelToken cancel = {});
+RunResult run(tasking::Runtime &runtime, Graph &graph, CancelToken cancel = {}, RunOptions options = {});
 
 /// Starts the graph without blocking; `on_done` (may be empty) runs on a worker once the run
 /// finished, after the graph is marked as not running (it may start the graph again). Throws like
 /// run() for invalid graphs, a running graph or a stopped runtime.
 RunHandle start(tasking::Runtime &runtime, Graph &graph, std::function<void(RunResult)> on_done = {},
-                CancelToken cancel = {});
+                CancelToken cancel = {}, RunOptions options = {});
 
 } // namespace mx::dataflow

@@ -118,6 +118,29 @@ struct ExecutionOptions {
     /// contiguous array per column, copied from the result batches by parallel tasks (the Python
     /// package hands these arrays to NumPy and Arrow without a per-value step).
     bool columnar{false};
+    /// EXPLAIN ANALYZE: count per plan node the rows it produced, and per dataflow node its tasks
+    /// and their time (QueryResult::analysis). Costs a counter per emitted batch and two clock
+    /// reads per task; off: nothing is counted.
+    bool analyze{false};
+};
+
+/// What a run with ExecutionOptions::analyze measured for one plan node.
+struct OperatorAnalysis {
+    const PlanNode *node{nullptr};
+    int depth{0};            ///< in the plan tree (root 0)
+    std::string description; ///< the operator as EXPLAIN shows it
+    /// Rows the operator produced (after its own filter); nullopt when it was folded into its
+    /// parent (a sort compiled into the LIMIT above it).
+    std::optional<std::uint64_t> rows;
+    /// Tasks that ran the operator's own dataflow nodes, and their summed time inside them. An
+    /// operator fused into the tasks of another one (filter, projection) has none: `fused_into`
+    /// names that node.
+    std::uint64_t tasks{0};
+    std::chrono::nanoseconds busy{0};
+    std::string fused_into;
+    /// The pipelines of its dataflow nodes (or of the node it is fused into) and each one's wall
+    /// time from start to finish.
+    std::vector<dataflow::PipelineTiming> pipelines;
 };
 
 /// One column of a columnar result, in the Arrow columnar format's value layout (so that the
@@ -166,6 +189,8 @@ struct QueryResult {
     std::chrono::nanoseconds elapsed{0};
     /// Start and end of every pipeline relative to the run's start (indexed by pipeline id).
     std::vector<dataflow::PipelineTiming> pipelines;
+    /// ExecutionOptions::analyze: the plan's operators in pre-order; otherwise empty.
+    std::vector<OperatorAnalysis> analysis;
 
     [[nodiscard]] std::size_t row_count() const noexcept {
         return columnar != nullptr ? columnar->rows : rows.size();
@@ -187,6 +212,10 @@ struct QueryResult {
 /// stay alive for the call. Throws ExecutionError with the message on a runtime error, on
 /// cancellation and when the plan cannot be compiled; std::invalid_argument for invalid options.
 QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const ExecutionOptions &options = {});
+
+/// EXPLAIN ANALYZE text of a result run with ExecutionOptions::analyze: the plan tree, per
+/// operator `(rows=N tasks=T time=X ms pipeline P: Y ms)`, then `Total: N rows in X ms`.
+[[nodiscard]] std::string explain_analyze(const QueryResult &result);
 
 /// The physical plan as text: the operator tree with estimated rows, then the pipelines of the
 /// dataflow graph the executor would run (which nodes, in which order, what they wait for).

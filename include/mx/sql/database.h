@@ -10,7 +10,7 @@
 // The grammar is PostgreSQL's (libpg_query); semantics follow DuckDB where the two differ (integer
 // `/` is DOUBLE, CHAR(n) is VARCHAR without padding, string literals adapt to the type they are
 // compared with). Statements: CREATE TABLE, DROP TABLE, COPY ... FROM, INSERT INTO ... VALUES,
-// SELECT, EXPLAIN SELECT. See docs/design/sql.md for the pipeline parse -> bind -> logical plan
+// SELECT, EXPLAIN [ANALYZE] SELECT. See docs/design/sql.md for the pipeline parse -> bind -> logical plan
 // -> optimize -> physical plan and for what is not supported.
 //
 // Every user error (syntax, unknown names, type mismatches, unsupported features, failed loads,
@@ -123,6 +123,10 @@ public:
     db::QueryResult query(std::string_view sql);
     /// EXPLAIN of one SELECT (same text as the EXPLAIN statement).
     std::string explain(std::string_view sql);
+    /// EXPLAIN ANALYZE of one SELECT: runs it and returns the plan with, per operator, the rows it
+    /// produced, its tasks, their time and its pipelines' wall times, then the total (same text
+    /// as the EXPLAIN ANALYZE statement).
+    std::string explain_analyze(std::string_view sql);
     /// The optimized physical plan of one SELECT, not executed (for tests and tools).
     db::PlanPtr plan(std::string_view sql);
 

@@ -116,15 +116,45 @@ std::unique_ptr<Batch> OperatorNode::take(dataflow::Token token) noexcept {
     return std::unique_ptr<Batch>(static_cast<Batch *>(token.data));
 }
 
+void OperatorNode::count_rows(std::uint16_t workers) {
+    _row_counts = std::make_unique<RowCounts[]>(workers);
+    _row_workers = workers;
+    for (std::uint16_t worker = 0; worker < workers; ++worker) {
+        _row_counts[worker].levels.assign(_stages.size() + 1, 0);
+    }
+}
+
+std::vector<std::uint64_t> OperatorNode::counted_rows() const {
+    std::vector<std::uint64_t> rows;
+    if (_row_counts == nullptr) {
+        return rows;
+    }
+    rows.assign(_stages.size() + 1, 0);
+    for (std::uint16_t worker = 0; worker < _row_workers; ++worker) {
+        for (std::size_t level = 0; level < rows.size(); ++level) {
+            rows[level] += _row_counts[worker].levels[level];
+        }
+    }
+    return rows;
+}
+
 bool OperatorNode::run_stages(dataflow::FlowContext &context, Batch &batch) noexcept {
-    for (const auto &stage : _stages) {
+    // Counted per batch, and only when analyzing: one test of a pointer otherwise.
+    std::uint64_t *levels = _row_counts != nullptr ? _row_counts[context.worker_id()].levels.data() : nullptr;
+    if (levels != nullptr) [[unlikely]] {
+        levels[0] += batch.count();
+    }
+    for (std::size_t i = 0; i < _stages.size(); ++i) {
         if (batch.count() == 0) {
             return false;
         }
-        EvalStatus status = stage->apply(batch);
+        EvalStatus status = _stages[i]->apply(batch);
         if (!status.ok()) {
             context.fail(status.message());
             return false;
+        }
+        if (levels != nullptr) [[unlikely]] {
+            levels[i + 1] += batch.count();
         }
     }
     return batch.count() > 0;
@@ -172,7 +202,9 @@ Compiled compile_project(Compiler &compiler, const PlanNode &node) {
     return compile_stage(compiler, node, make_project_stage(node.expressions), "project");
 }
 
-Compiled compile(Compiler &compiler, const PlanNode &node) {
+namespace {
+
+Compiled compile_kind(Compiler &compiler, const PlanNode &node) {
     switch (node.kind) {
     case PlanKind::scan:
         return compile_scan(compiler, node);
@@ -194,6 +226,24 @@ Compiled compile(Compiler &compiler, const PlanNode &node) {
         return compile_repeat(compiler, node);
     }
     throw std::invalid_argument("plan node of unknown kind");
+}
+
+} // namespace
+
+Compiled compile(Compiler &compiler, const PlanNode &node) {
+    const auto first = static_cast<dataflow::NodeId>(compiler.graph.size());
+    const Compiled compiled = compile_kind(compiler, node);
+    if (compiler.compiled != nullptr) {
+        const auto *output = dynamic_cast<const OperatorNode *>(&compiler.graph.node(compiled.output));
+        compiler.compiled->emplace_back(
+            &node,
+            CompiledPlanNode{.output = compiled.output,
+                             .stage_level =
+                                 output != nullptr ? static_cast<std::uint32_t>(output->stages().size()) : 0U,
+                             .first = first,
+                             .last = static_cast<dataflow::NodeId>(compiler.graph.size())});
+    }
+    return compiled;
 }
 
 } // namespace mx::db::detail

@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mx/dataflow/graph.h>
@@ -82,11 +83,25 @@ public:
     /// The batch a token carries (ownership moves to the caller).
     static std::unique_ptr<Batch> take(dataflow::Token token) noexcept;
 
+    /// EXPLAIN ANALYZE, before the run: count the rows of the batches this node emits, before
+    /// its stages and after each one.
+    void count_rows(std::uint16_t workers);
+    /// Rows counted since count_rows(): [0] what the node itself emitted, [i] what was left after
+    /// stage i. Empty when not counted. Read after the run.
+    [[nodiscard]] std::vector<std::uint64_t> counted_rows() const;
+
 private:
     /// Applies the stages; false when the batch is to be dropped (empty or failed).
     bool run_stages(dataflow::FlowContext &context, Batch &batch) noexcept;
 
     std::vector<std::unique_ptr<Stage>> _stages; // built before the run, read-only during it
+    // Row counts of one worker, per level (stage count + 1): written only by the tasks of this
+    // node on that worker, read after the run. Padded: workers count side by side.
+    struct alignas(system::cache_line_size) RowCounts {
+        std::vector<std::uint64_t> levels;
+    };
+    std::unique_ptr<RowCounts[]> _row_counts; // nullptr unless counting (set before the run)
+    std::uint16_t _row_workers{0};
 };
 
 /// A dataflow node whose tokens are batches (see the conventions above).
@@ -195,10 +210,20 @@ private:
     bool _stopped{false};
 };
 
+/// Where a plan node ended up in the graph (for EXPLAIN ANALYZE).
+struct CompiledPlanNode {
+    dataflow::NodeId output{0};
+    std::uint32_t stage_level{0}; ///< its rows: the output node's counted_rows()[stage_level]
+    dataflow::NodeId first{0};    ///< the nodes added while compiling it and its children:
+    dataflow::NodeId last{0};     ///< [first, last)
+};
+
 /// State of one plan-to-graph compilation.
 struct Compiler {
     dataflow::Graph &graph;
     const ExecutionOptions &options;
+    /// Filled by compile() for every plan node it compiles (nullptr: not recorded).
+    std::vector<std::pair<const PlanNode *, CompiledPlanNode>> *compiled{nullptr};
 };
 
 /// The dataflow node that emits the output batches of a compiled plan node.

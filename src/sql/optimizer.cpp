@@ -1231,6 +1231,12 @@ void Optimizer::estimate(LogicalNode &node) {
     case LogicalKind::repeat:
         node.rows = node.children[0]->rows;
         break;
+    case LogicalKind::window:
+        node.rows = node.children[0]->rows;
+        for (const auto &function : node.windows) {
+            _columns[function.output].distinct = std::max(node.rows, 1.0);
+        }
+        break;
     case LogicalKind::sort:
     case LogicalKind::limit: {
         double rows = node.children[0]->rows;

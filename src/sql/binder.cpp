@@ -928,6 +928,11 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
     }
 
     if (!windows.empty()) {
+        if (!inner_keys.empty() || !result.correlated.empty()) {
+            // Decorrelation groups or joins on the correlation after the fact; a window over the
+            // block would see the rows of every outer value at once.
+            fail("window functions in correlated subqueries are not supported", -1);
+        }
         tree = plan_windows(std::move(tree), windows);
     }
 

@@ -154,6 +154,8 @@ LogicalPtr clone(const LogicalNode &node) {
     copy->groups = node.groups;
     copy->aggregates = node.aggregates;
     copy->sort_keys = node.sort_keys;
+    copy->partition = node.partition;
+    copy->windows = node.windows;
     copy->limit = node.limit;
     copy->offset = node.offset;
     copy->rows = node.rows;

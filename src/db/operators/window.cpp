@@ -5,6 +5,9 @@
 // their results. Every row of one SQL partition lands in the same bucket, so the parts are
 // independent. Without PARTITION BY there is one bucket: one task sorts and evaluates all rows.
 //
+// Strings are copied into the arena of the worker whose consume task saw the row; the arenas
+// live as long as the node, so emitted batches view them.
+//
 // Order inside a bucket: the partition columns ascending (NULLs form a partition of their own),
 // the ORDER BY keys with their directions and NULL placement, then every column ascending, so
 // that ROWS frames over ties see a deterministic order whatever the schedule. The output is in
@@ -110,7 +113,6 @@ public:
                 rows.nulls.resize(_types.size());
             }
         }
-        _gathered.resize(_buckets);
     }
 
     void consume_batch(FlowContext &context, std::unique_ptr<Batch> batch) noexcept override {
@@ -147,7 +149,9 @@ public:
     void finalize_part(FlowContext &context, std::uint32_t part) noexcept override {
         // Gather bucket `part` of every worker (strings stay in the workers' arenas, which live
         // as long as the graph).
-        Rows &rows = _gathered[part];
+        // The emitted batches copy the values (strings stay views into the arenas), so the
+        // gathered rows die with this task.
+        Rows rows;
         rows.values.resize(_types.size());
         rows.nulls.resize(_types.size());
         for (std::uint16_t w = 0; w < _worker_count; ++w) {
@@ -370,7 +374,7 @@ private:
         std::size_t start = position(spec.start, false);
         std::size_t end = position(spec.end, true);
         // A PRECEDING end before the partition ends the frame before its start: empty.
-        if (spec.end.kind == FrameBoundKind::preceding && bounds.partition_start[i] + spec.end.offset > i) {
+        if (spec.end.kind == FrameBoundKind::preceding && spec.end.offset > i - ps) {
             end = ps;
         }
         if (end < start) {
@@ -435,15 +439,18 @@ private:
         case WindowFunction::lag:
         case WindowFunction::lead: {
             const ColumnData *fallback = spec.default_value ? &data[*spec.default_value] : nullptr;
-            const std::int64_t shift = spec.function == WindowFunction::lag ? -spec.offset : spec.offset;
+            // A negative offset looks the other way (DuckDB); unsigned magnitudes cannot overflow.
+            const bool backward = (spec.function == WindowFunction::lag) == (spec.offset >= 0);
+            const std::uint64_t distance = spec.offset >= 0 ? static_cast<std::uint64_t>(spec.offset)
+                                                            : 0 - static_cast<std::uint64_t>(spec.offset);
             for (std::size_t i = 0; i < n; ++i) {
-                const auto ps = static_cast<std::int64_t>(bounds.partition_start[i]);
-                const auto pe = static_cast<std::int64_t>(bounds.partition_end[i]);
-                const std::int64_t target = static_cast<std::int64_t>(i) + shift;
+                const std::size_t ps = bounds.partition_start[i];
+                const std::size_t pe = bounds.partition_end[i];
+                const bool inside = backward ? distance <= i - ps : distance < pe - i;
                 const ColumnData *from = argument;
                 std::uint32_t row = 0;
-                if (target >= ps && target < pe) {
-                    row = order[static_cast<std::size_t>(target)];
+                if (inside) {
+                    row = order[backward ? i - distance : i + distance];
                 } else if (fallback != nullptr) {
                     from = fallback;
                     row = order[i];
@@ -674,8 +681,6 @@ private:
     std::uint16_t _worker_count{0};
     std::uint32_t _buckets{1};
     std::unique_ptr<Local[]> _local;
-    /// Per bucket: written and read only by the finalize part of that bucket.
-    std::vector<Rows> _gathered;
 };
 
 } // namespace

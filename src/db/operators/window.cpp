@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -566,6 +567,7 @@ private:
                         sum += argument.get<double>(order[k]);
                     }
                 }
+                poll(static_cast<std::uint32_t>(std::min<std::size_t>(end - start, UINT32_MAX)));
             }
             if (spec.function == WindowFunction::sum) {
                 out.set(i, sum);
@@ -582,50 +584,44 @@ private:
         return type.id == TypeId::decimal ? type.scale : 0;
     }
 
-    /// min/max: a running extreme for frames that start at the partition's start, a scan of the
-    /// frame otherwise.
+    /// min/max in one pass per partition: frame starts and ends never move backwards, so a deque
+    /// of candidate positions (increasing positions, each better than every later one) gives
+    /// each frame's extreme at its front (the sliding-window minimum).
     bool evaluate_extreme(FlowContext &context, const WindowSpec &spec, const ColumnData &argument,
                           const Bounds &bounds, Results &out) const noexcept {
         const std::vector<std::uint32_t> &order = bounds.order;
         const std::size_t n = order.size();
         const int wanted = spec.function == WindowFunction::min ? -1 : 1;
-        auto better = [&](std::uint32_t candidate, std::uint32_t best) {
-            const int order_of =
-                compare_cells(argument.physical, argument.cell(candidate), argument.cell(best));
-            return order_of * wanted > 0;
+        auto at_least_as_good = [&](std::size_t a, std::size_t b) {
+            return compare_cells(argument.physical, argument.cell(order[a]), argument.cell(order[b])) *
+                       wanted >=
+                   0;
         };
-        // best_prefix[i]: the row with the extreme non-NULL value of [partition start, i], or none.
-        constexpr std::uint32_t none = ~std::uint32_t{0};
-        std::vector<std::uint32_t> best_prefix(n, none);
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t row = order[i];
-            std::uint32_t best = bounds.partition_start[i] == i ? none : best_prefix[i - 1];
-            if (!argument.is_null(row) && (best == none || better(row, best))) {
-                best = row;
-            }
-            best_prefix[i] = best;
-        }
+        std::deque<std::size_t> candidates;
+        std::size_t next = 0; // the first position not yet offered to the deque
         CancelPoll poll(context);
         for (std::size_t i = 0; i < n && !poll(); ++i) {
-            const auto [start, end] = frame(spec, bounds, i);
-            std::uint32_t best = none;
-            if (start == end) {
-                best = none;
-            } else if (start == bounds.partition_start[i]) {
-                best = best_prefix[end - 1];
-            } else {
-                for (std::size_t k = start; k < end; ++k) {
-                    const std::uint32_t row = order[k];
-                    if (!argument.is_null(row) && (best == none || better(row, best))) {
-                        best = row;
-                    }
-                }
-                poll(static_cast<std::uint32_t>(end - start));
+            if (bounds.partition_start[i] == i) {
+                candidates.clear();
+                next = i;
             }
-            if (best == none) {
+            const auto [start, end] = frame(spec, bounds, i);
+            for (; next < end; ++next) {
+                if (argument.is_null(order[next])) {
+                    continue;
+                }
+                while (!candidates.empty() && at_least_as_good(next, candidates.back())) {
+                    candidates.pop_back();
+                }
+                candidates.push_back(next);
+            }
+            while (!candidates.empty() && candidates.front() < start) {
+                candidates.pop_front();
+            }
+            if (start == end || candidates.empty() || candidates.front() >= end) {
                 out.set_null(i);
             } else {
-                out.set_cell(i, argument.cell(best));
+                out.set_cell(i, argument.cell(order[candidates.front()]));
             }
         }
         return !poll.stopped();

@@ -195,6 +195,37 @@ void describe_node(const PlanNode &node, const ExecutionOptions &options, std::s
     case PlanKind::repeat:
         text.append("Repeat each row ").append(to_string(*node.expressions[0])).append(" times");
         break;
+    case PlanKind::window: {
+        const auto &input = node.children[0]->output;
+        text.append("Window");
+        if (!node.partition_columns.empty()) {
+            text.append(" partition by [");
+            for (std::size_t i = 0; i < node.partition_columns.size(); ++i) {
+                text.append(i > 0 ? ", " : "").append(input.at(node.partition_columns[i]).name);
+            }
+            text.append("]");
+        }
+        if (!node.sort_keys.empty()) {
+            text.append(" order by [");
+            for (std::size_t i = 0; i < node.sort_keys.size(); ++i) {
+                const SortKey &key = node.sort_keys[i];
+                text.append(i > 0 ? ", " : "").append(input.at(key.column).name);
+                text.append(key.descending ? " DESC" : " ASC");
+            }
+            text.append("]");
+        }
+        text.append(" [");
+        for (std::size_t i = 0; i < node.windows.size(); ++i) {
+            const WindowSpec &spec = node.windows[i];
+            text.append(i > 0 ? ", " : "").append(window_function_name(spec.function));
+            if (spec.argument) {
+                text.append("(").append(input.at(*spec.argument).name).append(")");
+            }
+            text.append(" AS ").append(node.output[input.size() + i].name);
+        }
+        text.append("]");
+        break;
+    }
     case PlanKind::limit:
         text.append("Limit");
         if (node.limit) {

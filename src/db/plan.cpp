@@ -376,6 +376,100 @@ PlanPtr repeat(PlanPtr child, ExprPtr count) {
     return node;
 }
 
+Type window_type(WindowFunction function, const Type &argument) {
+    switch (function) {
+    case WindowFunction::row_number:
+    case WindowFunction::rank:
+    case WindowFunction::dense_rank:
+    case WindowFunction::ntile:
+    case WindowFunction::count_star:
+    case WindowFunction::count:
+        return Type::bigint();
+    case WindowFunction::lag:
+    case WindowFunction::lead:
+    case WindowFunction::first_value:
+    case WindowFunction::last_value:
+        return argument;
+    case WindowFunction::sum:
+        return aggregate_type(AggregateFunction::sum, argument);
+    case WindowFunction::avg:
+        return aggregate_type(AggregateFunction::avg, argument);
+    case WindowFunction::min:
+    case WindowFunction::max:
+        return argument;
+    }
+    throw std::invalid_argument("unknown window function");
+}
+
+PlanPtr window(PlanPtr child, std::vector<std::uint32_t> partition, std::vector<SortKey> order,
+               std::vector<WindowSpec> functions) {
+    check_child("window", child);
+    const std::size_t columns = child->output.size();
+    auto check_column = [&](std::uint32_t column, const char *what) {
+        if (column >= columns) {
+            invalid("window", std::string(what)
+                                  .append(" column ")
+                                  .append(std::to_string(column))
+                                  .append(" is out of range"));
+        }
+    };
+    for (const std::uint32_t column : partition) {
+        check_column(column, "partition");
+    }
+    for (const SortKey &key : order) {
+        check_column(key.column, "order");
+    }
+    auto node = std::make_unique<PlanNode>();
+    node->kind = PlanKind::window;
+    node->output = child->output;
+    for (const WindowSpec &spec : functions) {
+        const bool needs_argument =
+            spec.function != WindowFunction::row_number && spec.function != WindowFunction::rank &&
+            spec.function != WindowFunction::dense_rank && spec.function != WindowFunction::count_star;
+        if (needs_argument != spec.argument.has_value()) {
+            invalid("window", std::string(window_function_name(spec.function)) +
+                                  (needs_argument ? " needs an argument" : " takes no argument"));
+        }
+        Type argument = Type::bigint();
+        if (spec.argument) {
+            check_column(*spec.argument, "argument");
+            argument = child->output[*spec.argument].type;
+        }
+        if (spec.function == WindowFunction::ntile && argument.id != TypeId::integer &&
+            argument.id != TypeId::bigint) {
+            invalid("window", "ntile needs an INTEGER or BIGINT bucket count");
+        }
+        if (spec.default_value) {
+            check_column(*spec.default_value, "default");
+            if (child->output[*spec.default_value].type != argument) {
+                invalid("window", "the default of lag/lead must have the argument's type");
+            }
+        }
+        if (!spec.rows &&
+            (spec.start.kind == FrameBoundKind::preceding || spec.start.kind == FrameBoundKind::following ||
+             spec.end.kind == FrameBoundKind::preceding || spec.end.kind == FrameBoundKind::following)) {
+            invalid("window", "RANGE frames with offsets are not supported");
+        }
+        Type type;
+        try {
+            type = window_type(spec.function, argument);
+        } catch (const std::invalid_argument &error) {
+            invalid("window", error.what());
+        }
+        const bool never_null =
+            spec.function == WindowFunction::row_number || spec.function == WindowFunction::rank ||
+            spec.function == WindowFunction::dense_rank || spec.function == WindowFunction::count_star ||
+            spec.function == WindowFunction::count;
+        node->output.push_back(OutputColumn{spec.name, type, !never_null});
+    }
+    node->estimated_rows = child->estimated_rows;
+    node->partition_columns = std::move(partition);
+    node->sort_keys = std::move(order);
+    node->windows = std::move(functions);
+    node->children.push_back(std::move(child));
+    return node;
+}
+
 Type aggregate_type(AggregateFunction function, const Type &argument) {
     switch (function) {
     case AggregateFunction::count_star:
@@ -440,6 +534,40 @@ const char *join_kind_name(JoinKind kind) noexcept {
         return "anti";
     case JoinKind::full_outer:
         return "full outer";
+    }
+    return "?";
+}
+
+const char *window_function_name(WindowFunction function) noexcept {
+    switch (function) {
+    case WindowFunction::row_number:
+        return "row_number";
+    case WindowFunction::rank:
+        return "rank";
+    case WindowFunction::dense_rank:
+        return "dense_rank";
+    case WindowFunction::ntile:
+        return "ntile";
+    case WindowFunction::lag:
+        return "lag";
+    case WindowFunction::lead:
+        return "lead";
+    case WindowFunction::first_value:
+        return "first_value";
+    case WindowFunction::last_value:
+        return "last_value";
+    case WindowFunction::count_star:
+        return "count(*)";
+    case WindowFunction::count:
+        return "count";
+    case WindowFunction::sum:
+        return "sum";
+    case WindowFunction::avg:
+        return "avg";
+    case WindowFunction::min:
+        return "min";
+    case WindowFunction::max:
+        return "max";
     }
     return "?";
 }

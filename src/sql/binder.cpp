@@ -769,6 +769,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
     }
 
     // Select list (with * expanded), then ORDER BY keys that are not in it.
+    std::vector<BoundWindow> windows;
     std::vector<db::ExprPtr> expressions;
     std::vector<std::string> names;
     {
@@ -777,6 +778,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
         context.block = &block;
         context.clause = "SELECT";
         context.aggregates = aggregate ? &state : nullptr;
+        context.windows = &windows;
         context.after_aggregate = aggregate;
         for (std::size_t i = 0; i < targets.size(); ++i) {
             const Json &value = target_value(i);
@@ -873,6 +875,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
             context.block = &block;
             context.clause = "ORDER BY";
             context.aggregates = aggregate ? &state : nullptr;
+            context.windows = &windows;
             context.after_aggregate = aggregate;
             db::ExprPtr expression = bind_value(key, context);
             for (std::size_t i = 0; i < expressions.size() && !index.has_value(); ++i) {
@@ -922,6 +925,15 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
         result.single_row = state.groups.empty() && having.is_null();
     } else {
         result.single_row = !has_from && where.is_null();
+    }
+
+    if (!windows.empty()) {
+        if (!inner_keys.empty() || !result.correlated.empty()) {
+            // Decorrelation groups or joins on the correlation after the fact; a window over the
+            // block would see the rows of every outer value at once.
+            fail("window functions in correlated subqueries are not supported", -1);
+        }
+        tree = plan_windows(std::move(tree), windows);
     }
 
     std::vector<ColumnId> ids;
@@ -1040,6 +1052,88 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
         result.names = std::move(all);
     }
     return result;
+}
+
+LogicalPtr Binder::plan_windows(LogicalPtr tree, std::vector<BoundWindow> &windows) {
+    // Every key and argument that is not a plain column becomes a column of a projection below.
+    std::vector<db::ExprPtr> expressions;
+    std::vector<ColumnId> ids;
+    for (const ColumnId id : tree->output) {
+        expressions.push_back(_columns.ref(id));
+        ids.push_back(id);
+    }
+    auto column_of = [&](const db::ExprPtr &expression) -> ColumnId {
+        if (expression->kind() == db::ExprKind::column) {
+            return static_cast<ColumnId>(expression->column_index());
+        }
+        for (std::size_t i = tree->output.size(); i < expressions.size(); ++i) {
+            if (same_expression(*expressions[i], *expression)) {
+                return ids[i];
+            }
+        }
+        const bool nullable = expression->kind() != db::ExprKind::constant || expression->value().null;
+        expressions.push_back(expression);
+        ids.push_back(_columns.add(db::to_string(*expression), expression->type(), nullable));
+        return ids.back();
+    };
+    struct Group {
+        std::vector<ColumnId> partition;
+        std::vector<LogicalSortKey> order;
+        std::vector<LogicalWindowFunction> functions;
+    };
+    std::vector<Group> groups;
+    for (const BoundWindow &window : windows) {
+        Group group;
+        for (const auto &key : window.partition) {
+            group.partition.push_back(column_of(key));
+        }
+        for (std::size_t k = 0; k < window.order.size(); ++k) {
+            LogicalSortKey key = window.order_keys[k];
+            key.column = column_of(window.order[k]);
+            group.order.push_back(key);
+        }
+        LogicalWindowFunction function;
+        function.function = window.function;
+        if (window.argument != nullptr) {
+            function.argument = column_of(window.argument);
+        }
+        if (window.default_value != nullptr) {
+            function.default_value = column_of(window.default_value);
+        }
+        function.offset = window.offset;
+        function.rows = window.rows;
+        function.start = window.start;
+        function.end = window.end;
+        function.output = window.output;
+        auto same_keys = [&](const Group &other) {
+            if (other.partition != group.partition || other.order.size() != group.order.size()) {
+                return false;
+            }
+            for (std::size_t k = 0; k < group.order.size(); ++k) {
+                const auto &a = other.order[k];
+                const auto &b = group.order[k];
+                if (a.column != b.column || a.descending != b.descending || a.nulls_first != b.nulls_first) {
+                    return false;
+                }
+            }
+            return true;
+        };
+        const auto found = std::find_if(groups.begin(), groups.end(), same_keys);
+        if (found != groups.end()) {
+            found->functions.push_back(function);
+        } else {
+            group.functions.push_back(function);
+            groups.push_back(std::move(group));
+        }
+    }
+    if (expressions.size() > tree->output.size()) {
+        tree = make_project(std::move(tree), std::move(expressions), std::move(ids));
+    }
+    for (Group &group : groups) {
+        tree = make_window(std::move(tree), std::move(group.partition), std::move(group.order),
+                           std::move(group.functions));
+    }
+    return tree;
 }
 
 } // namespace mx::sql::detail

@@ -127,6 +127,23 @@ private:
         std::vector<LogicalAggregate> aggregates;
     };
 
+    /// A window function of the block as bound: expressions over the block's columns (after the
+    /// aggregation in an aggregate query); the planner computes them into columns below the
+    /// window nodes.
+    struct BoundWindow {
+        std::vector<db::ExprPtr> partition;
+        std::vector<db::ExprPtr> order;
+        std::vector<LogicalSortKey> order_keys; // column unused: directions and NULL placement
+        db::WindowFunction function{db::WindowFunction::row_number};
+        db::ExprPtr argument;
+        db::ExprPtr default_value;
+        std::int64_t offset{1};
+        bool rows{false};
+        db::FrameBound start{db::FrameBoundKind::unbounded_preceding, 0};
+        db::FrameBound end{db::FrameBoundKind::current_row, 0};
+        ColumnId output{0};
+    };
+
     /// A semi, anti or left outer join of a subquery onto the block.
     struct SemiJoin {
         db::JoinKind kind{db::JoinKind::semi};
@@ -155,6 +172,8 @@ private:
         /// Where subqueries go (nullptr: subqueries are not allowed here).
         Block *block{nullptr};
         AggregateState *aggregates{nullptr};
+        /// Where window functions go (nullptr: not allowed here).
+        std::vector<BoundWindow> *windows{nullptr};
         const char *clause{"expression"};
         /// The scalar subquery node that may be correlated (operand of a WHERE comparison).
         const Json *decorrelatable{nullptr};
@@ -201,6 +220,11 @@ private:
     Bound bind_operator(const std::string &op, const Json &body, Context &context);
     Bound bind_function(const Json &body, Context &context);
     Bound bind_aggregate(const std::string &name, const Json &body, Context &context);
+    Bound bind_window(const std::string &name, const Json &body, Context &context);
+    /// The window nodes (one per distinct PARTITION BY / ORDER BY) over `tree`, with a projection
+    /// below them computing the keys and arguments that are not plain columns.
+    LogicalPtr plan_windows(LogicalPtr tree, std::vector<BoundWindow> &windows);
+    bool contains_window(const Json &node, int depth);
     Bound bind_type_cast(const Json &body, Context &context);
     Bound bind_case(const Json &body, Context &context);
     Bound bind_sublink(const Json &body, Context &context);

@@ -83,6 +83,32 @@ bool contains_sublink(const Json &node, int depth) {
 
 } // namespace
 
+bool Binder::contains_window(const Json &node, int depth) {
+    if (depth > max_expression_depth) {
+        return false;
+    }
+    if (node.is_object()) {
+        if (node_name(node) == "FuncCall" && field(node_body(node), "over").is_object()) {
+            return true;
+        }
+        if (node_name(node) == "SubLink") {
+            return false;
+        }
+        for (const auto &item : node.items()) {
+            if (item.value().is_structured() && contains_window(item.value(), depth + 1)) {
+                return true;
+            }
+        }
+    } else if (node.is_array()) {
+        for (const auto &element : node) {
+            if (contains_window(element, depth + 1)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 bool Binder::contains_aggregate(const Json &node, int depth) {
     if (depth > max_expression_depth) {
         return false;
@@ -645,6 +671,7 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
     if (const Json &filter_node = field(body, "agg_filter"); filter_node.is_object()) {
         Context inner = context;
         inner.aggregates = nullptr;
+        inner.windows = nullptr;
         inner.after_aggregate = false;
         inner.clause = "FILTER";
         filter = null_as_boolean(bind_value(filter_node, inner));
@@ -711,6 +738,7 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
         quantile = fraction;
         Context inner = context;
         inner.aggregates = nullptr;
+        inner.windows = nullptr;
         inner.after_aggregate = false;
         inner.clause = "the argument of an aggregate function";
         Bound bound = bind(*arguments[0], inner);
@@ -819,11 +847,198 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
     return result;
 }
 
+Bound Binder::bind_window(const std::string &name, const Json &body, Context &context) {
+    const std::int64_t location = int_field(body, "location", -1);
+    if (context.windows == nullptr) {
+        fail("window functions are not allowed in " + std::string(context.clause), location);
+    }
+    const Json &over = field(body, "over");
+    if (!string_field(over, "name").empty() || !string_field(over, "refname").empty()) {
+        fail("named windows (WINDOW w AS ...) are not supported", location);
+    }
+    if (bool_field(body, "agg_distinct")) {
+        fail("DISTINCT is not supported in window functions", location);
+    }
+    if (field(body, "agg_filter").is_object() || field(body, "agg_order").is_array() ||
+        bool_field(body, "agg_within_group")) {
+        fail("FILTER and ORDER BY are not supported in window functions", location);
+    }
+    // Keys and arguments see the block like the select list does (group keys and aggregates in
+    // an aggregate query); window functions inside them are an error.
+    Context inner = context;
+    inner.windows = nullptr;
+    inner.clause = "the arguments of a window function";
+    BoundWindow window;
+    for (const Json *key : list_field(over, "partitionClause")) {
+        window.partition.push_back(bind_value(*key, inner));
+    }
+    for (const Json *sort : list_field(over, "orderClause")) {
+        const Json &sort_body = node_body(*sort);
+        window.order.push_back(bind_value(field(sort_body, "node"), inner));
+        LogicalSortKey key;
+        key.descending = string_field(sort_body, "sortby_dir") == "SORTBY_DESC";
+        const std::string nulls = string_field(sort_body, "sortby_nulls");
+        if (nulls == "SORTBY_NULLS_FIRST") {
+            key.nulls_first = true;
+        } else if (nulls == "SORTBY_NULLS_LAST") {
+            key.nulls_first = false;
+        }
+        window.order_keys.push_back(key);
+    }
+    // Frame (PostgreSQL's FRAMEOPTION_* bits).
+    const std::int64_t options = int_field(over, "frameOptions", 0);
+    constexpr std::int64_t nondefault = 0x1, range = 0x2, rows = 0x4, groups = 0x8;
+    constexpr std::int64_t start_unbounded_preceding = 0x20, start_unbounded_following = 0x80,
+                           end_unbounded_preceding = 0x40, end_unbounded_following = 0x100,
+                           start_current = 0x200, end_current = 0x400, start_preceding = 0x800,
+                           end_preceding = 0x1000, start_following = 0x2000, end_following = 0x4000,
+                           excludes = 0x8000 | 0x10000 | 0x20000;
+    if ((options & nondefault) != 0) {
+        if ((options & groups) != 0) {
+            fail("GROUPS frames are not supported", location);
+        }
+        if ((options & excludes) != 0) {
+            fail("EXCLUDE in window frames is not supported", location);
+        }
+        window.rows = (options & rows) != 0;
+        if ((options & range) != 0 &&
+            (options & (start_preceding | end_preceding | start_following | end_following)) != 0) {
+            fail("RANGE frames with offsets are not supported (use ROWS)", location);
+        }
+        auto offset_of = [&](const char *which) -> std::uint64_t {
+            Context constant;
+            constant.clause = "a window frame offset";
+            const Json &node = field(over, which);
+            db::ExprPtr value = bind_value(node, constant);
+            if (value->kind() != db::ExprKind::constant || value->value().null ||
+                (value->type().id != db::TypeId::integer && value->type().id != db::TypeId::bigint)) {
+                fail("window frame offsets must be integer constants", location_of(node));
+            }
+            if (value->value().i64 < 0) {
+                fail("window frame offsets must not be negative", location_of(node));
+            }
+            return static_cast<std::uint64_t>(value->value().i64);
+        };
+        using Kind = db::FrameBoundKind;
+        if ((options & start_unbounded_preceding) != 0) {
+            window.start = {Kind::unbounded_preceding, 0};
+        } else if ((options & start_current) != 0) {
+            window.start = {Kind::current_row, 0};
+        } else if ((options & start_preceding) != 0) {
+            window.start = {Kind::preceding, offset_of("startOffset")};
+        } else if ((options & start_following) != 0) {
+            window.start = {Kind::following, offset_of("startOffset")};
+        } else if ((options & start_unbounded_following) != 0) {
+            fail("frame start cannot be UNBOUNDED FOLLOWING", location);
+        }
+        if ((options & end_unbounded_following) != 0) {
+            window.end = {Kind::unbounded_following, 0};
+        } else if ((options & end_current) != 0) {
+            window.end = {Kind::current_row, 0};
+        } else if ((options & end_preceding) != 0) {
+            window.end = {Kind::preceding, offset_of("endOffset")};
+        } else if ((options & end_following) != 0) {
+            window.end = {Kind::following, offset_of("endOffset")};
+        } else if ((options & end_unbounded_preceding) != 0) {
+            fail("frame end cannot be UNBOUNDED PRECEDING", location);
+        }
+    }
+
+    const auto arguments = list_field(body, "args");
+    const bool star = bool_field(body, "agg_star");
+    auto expect_arguments = [&](std::size_t low, std::size_t high) {
+        if (arguments.size() < low || arguments.size() > high) {
+            fail("wrong number of arguments for window function " + name, location);
+        }
+    };
+    using Function = db::WindowFunction;
+    if (name == "row_number" || name == "rank" || name == "dense_rank") {
+        expect_arguments(0, 0);
+        window.function = name == "row_number" ? Function::row_number
+                          : name == "rank"     ? Function::rank
+                                               : Function::dense_rank;
+    } else if (name == "ntile") {
+        expect_arguments(1, 1);
+        window.function = Function::ntile;
+        window.argument = bind_value(*arguments[0], inner);
+        if (window.argument->type().id != db::TypeId::integer &&
+            window.argument->type().id != db::TypeId::bigint) {
+            fail("ntile needs an integer argument", location);
+        }
+        window.argument = db::expr::cast(window.argument, db::Type::bigint());
+    } else if (name == "lag" || name == "lead") {
+        expect_arguments(1, 3);
+        window.function = name == "lag" ? Function::lag : Function::lead;
+        window.argument = bind_value(*arguments[0], inner);
+        if (arguments.size() >= 2) {
+            db::ExprPtr offset = bind_value(*arguments[1], inner);
+            if (offset->kind() != db::ExprKind::constant ||
+                (offset->type().id != db::TypeId::integer && offset->type().id != db::TypeId::bigint)) {
+                fail(name + " supports only a constant integer offset", location_of(*arguments[1]));
+            }
+            window.offset = offset->value().null ? 1 : offset->value().i64;
+            if (offset->value().null) {
+                fail(name + " offset must not be NULL", location_of(*arguments[1]));
+            }
+        }
+        if (arguments.size() == 3) {
+            Bound fallback = bind(*arguments[2], inner);
+            try {
+                window.default_value = fallback.string_literal
+                                           ? cast_literal(fallback, window.argument->type())
+                                           : checked(db::expr::cast(fallback.expr, window.argument->type()),
+                                                     location_of(*arguments[2]));
+            } catch (const db::TypeError &error) {
+                fail(error.what(), location_of(*arguments[2]));
+            }
+        }
+    } else if (name == "first_value" || name == "last_value") {
+        expect_arguments(1, 1);
+        window.function = name == "first_value" ? Function::first_value : Function::last_value;
+        window.argument = bind_value(*arguments[0], inner);
+    } else if (name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max") {
+        if (star) {
+            window.function = Function::count_star;
+        } else {
+            expect_arguments(1, 1);
+            window.argument = bind_value(*arguments[0], inner);
+            window.function = name == "count" ? Function::count
+                              : name == "sum" ? Function::sum
+                              : name == "avg" ? Function::avg
+                              : name == "min" ? Function::min
+                                              : Function::max;
+        }
+    } else {
+        fail("window function " + name + " is not supported", location);
+    }
+    db::Type type;
+    try {
+        type = db::plan::window_type(window.function, window.argument != nullptr ? window.argument->type()
+                                                                                 : db::Type::bigint());
+    } catch (const std::exception &error) {
+        fail(error.what(), location);
+    }
+    const bool never_null = window.function == Function::row_number || window.function == Function::rank ||
+                            window.function == Function::dense_rank ||
+                            window.function == Function::count_star || window.function == Function::count;
+    std::string shown = name;
+    shown.append(star ? "(*)" : "(")
+        .append(star || window.argument == nullptr ? "" : db::to_string(*window.argument))
+        .append(star ? "" : ")")
+        .append(" OVER (...)");
+    window.output = _columns.add(shown, type, !never_null);
+    context.windows->push_back(window);
+    Bound result;
+    result.expr = _columns.ref(window.output);
+    result.location = location;
+    return result;
+}
+
 Bound Binder::bind_function(const Json &body, Context &context) {
     const std::string name = function_name(body);
     const std::int64_t location = int_field(body, "location", -1);
     if (field(body, "over").is_object()) {
-        fail("window functions are not supported", location);
+        return bind_window(name, body, context);
     }
     if (is_aggregate_name(name)) {
         return bind_aggregate(name, body, context);
@@ -1331,7 +1546,7 @@ Bound Binder::bind(const Json &node, Context &context) {
     }
     // In an aggregate query, a subexpression equal to a GROUP BY key is that key's column.
     if (context.aggregates != nullptr && kind != "A_Const" && kind != "SubLink" &&
-        !contains_aggregate(node, 0) && !contains_sublink(node, 0)) {
+        !contains_aggregate(node, 0) && !contains_sublink(node, 0) && !contains_window(node, 0)) {
         Context plain = context;
         plain.aggregates = nullptr;
         plain.clause = context.clause;

@@ -99,6 +99,21 @@ LogicalPtr make_repeat(LogicalPtr child, db::ExprPtr count) {
     return node;
 }
 
+LogicalPtr make_window(LogicalPtr child, std::vector<ColumnId> partition, std::vector<LogicalSortKey> order,
+                       std::vector<LogicalWindowFunction> functions) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::window;
+    node->output = child->output;
+    for (const auto &function : functions) {
+        node->output.push_back(function.output);
+    }
+    node->children.push_back(std::move(child));
+    node->partition = std::move(partition);
+    node->sort_keys = std::move(order);
+    node->windows = std::move(functions);
+    return node;
+}
+
 std::vector<ColumnId> columns_of(const db::Expr &expression) {
     std::vector<std::uint32_t> ids;
     db::expr::collect_columns(expression, ids);

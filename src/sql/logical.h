@@ -62,7 +62,20 @@ enum class LogicalKind : std::uint8_t {
     sort,
     limit,
     union_all,
-    repeat
+    repeat,
+    window
+};
+
+/// One window function of a window node (all share the node's PARTITION BY / ORDER BY).
+struct LogicalWindowFunction {
+    db::WindowFunction function{db::WindowFunction::row_number};
+    std::optional<ColumnId> argument;
+    std::optional<ColumnId> default_value; // lag/lead
+    std::int64_t offset{1};                // lag/lead
+    bool rows{false};
+    db::FrameBound start{db::FrameBoundKind::unbounded_preceding, 0};
+    db::FrameBound end{db::FrameBoundKind::current_row, 0};
+    ColumnId output{0};
 };
 
 struct LogicalAggregate {
@@ -120,6 +133,11 @@ struct LogicalNode {
     std::optional<std::uint64_t> limit;
     std::uint64_t offset{0};
 
+    // window: output = the child's output, then one column per function; sort_keys are the
+    // window's ORDER BY
+    std::vector<ColumnId> partition;
+    std::vector<LogicalWindowFunction> windows;
+
     // optimizer annotations
     double rows{-1.0};
     /// get: the scan's prefetch decision (dissertation 7.3): these columns are prefetched
@@ -141,6 +159,9 @@ struct LogicalNode {
 [[nodiscard]] LogicalPtr make_sort(LogicalPtr child, std::vector<LogicalSortKey> keys);
 [[nodiscard]] LogicalPtr make_union_all(std::vector<LogicalPtr> children, std::vector<ColumnId> output);
 [[nodiscard]] LogicalPtr make_repeat(LogicalPtr child, db::ExprPtr count);
+[[nodiscard]] LogicalPtr make_window(LogicalPtr child, std::vector<ColumnId> partition,
+                                     std::vector<LogicalSortKey> order,
+                                     std::vector<LogicalWindowFunction> functions);
 [[nodiscard]] LogicalPtr make_limit(LogicalPtr child, std::optional<std::uint64_t> limit,
                                     std::uint64_t offset);
 

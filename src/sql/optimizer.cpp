@@ -154,6 +154,8 @@ LogicalPtr clone(const LogicalNode &node) {
     copy->groups = node.groups;
     copy->aggregates = node.aggregates;
     copy->sort_keys = node.sort_keys;
+    copy->partition = node.partition;
+    copy->windows = node.windows;
     copy->limit = node.limit;
     copy->offset = node.offset;
     copy->rows = node.rows;
@@ -1230,6 +1232,12 @@ void Optimizer::estimate(LogicalNode &node) {
         break;
     case LogicalKind::repeat:
         node.rows = node.children[0]->rows;
+        break;
+    case LogicalKind::window:
+        node.rows = node.children[0]->rows;
+        for (const auto &function : node.windows) {
+            _columns[function.output].distinct = std::max(node.rows, 1.0);
+        }
         break;
     case LogicalKind::sort:
     case LogicalKind::limit: {

@@ -368,6 +368,62 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
         result.plan->estimated_rows = node.rows;
         return pruned(std::move(result), required, node.rows, prune);
     }
+    case LogicalKind::window: {
+        std::set<ColumnId> needed;
+        for (const ColumnId id : node.children[0]->output) {
+            if (required.count(id) > 0) {
+                needed.insert(id);
+            }
+        }
+        needed.insert(node.partition.begin(), node.partition.end());
+        for (const auto &key : node.sort_keys) {
+            needed.insert(key.column);
+        }
+        for (const auto &function : node.windows) {
+            if (function.argument) {
+                needed.insert(*function.argument);
+            }
+            if (function.default_value) {
+                needed.insert(*function.default_value);
+            }
+        }
+        Result child = build(*node.children[0], needed);
+        std::vector<std::uint32_t> partition;
+        for (const ColumnId id : node.partition) {
+            partition.push_back(position(child.layout, id));
+        }
+        std::vector<db::SortKey> keys;
+        for (const auto &key : node.sort_keys) {
+            db::SortKey sort_key;
+            sort_key.column = position(child.layout, key.column);
+            sort_key.descending = key.descending;
+            sort_key.nulls_first = key.nulls_first;
+            keys.push_back(sort_key);
+        }
+        std::vector<db::WindowSpec> functions;
+        result.layout = child.layout;
+        for (const auto &function : node.windows) {
+            db::WindowSpec spec;
+            spec.function = function.function;
+            if (function.argument) {
+                spec.argument = position(child.layout, *function.argument);
+            }
+            if (function.default_value) {
+                spec.default_value = position(child.layout, *function.default_value);
+            }
+            spec.offset = function.offset;
+            spec.rows = function.rows;
+            spec.start = function.start;
+            spec.end = function.end;
+            spec.name = _columns[function.output].name;
+            functions.push_back(std::move(spec));
+            result.layout.push_back(function.output);
+        }
+        result.plan = db::plan::window(std::move(child.plan), std::move(partition), std::move(keys),
+                                       std::move(functions));
+        result.plan->estimated_rows = node.rows;
+        return pruned(std::move(result), required, node.rows, prune);
+    }
     case LogicalKind::limit: {
         Result child = build(*node.children[0], required);
         result.layout = child.layout;

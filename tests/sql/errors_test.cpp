@@ -67,7 +67,8 @@ TEST_F(ErrorTest, SyntaxErrorsHaveExactPositions) {
 TEST_F(ErrorTest, UnsupportedFeaturesAreNamed) {
     expect_error("SELECT nosuchfn(id) FROM emp", "function nosuchfn() is not supported", 8);
     expect_error("SELECT id FROM emp WHERE name SIMILAR TO 'a%'", "SIMILAR TO is not supported", 31);
-    expect_error("SELECT rank() OVER (ORDER BY id) FROM emp", "window functions are not supported", 8);
+    expect_error("SELECT percent_rank() OVER (ORDER BY id) FROM emp",
+                 "window function percent_rank is not supported", 8);
     expect_error("UPDATE emp SET id = 1", "statement not supported: Update", 1);
     expect_error("SELECT * FROM emp WHERE id > ALL (SELECT id FROM dept)", "not supported", 28);
     expect_error("SELECT CAST(hired AS TIMESTAMP) FROM emp", "type \"timestamp\" is not supported", 22);

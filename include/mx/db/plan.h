@@ -38,7 +38,8 @@ enum class PlanKind : std::uint8_t {
     sort,
     limit,
     union_all,
-    repeat
+    repeat,
+    window
 };
 /// full_outer: a left outer join that also emits every build row without a partner, with NULLs
 /// on the probe side.
@@ -87,6 +88,50 @@ struct SortKey {
     std::optional<bool> nulls_first;
 };
 
+/// Window functions (OVER): ranking and offset functions ignore the frame; first_value,
+/// last_value and the aggregates read the rows of the frame.
+enum class WindowFunction : std::uint8_t {
+    row_number,
+    rank,
+    dense_rank,
+    ntile, // argument: the bucket count (INTEGER or BIGINT, > 0; NULL gives NULL)
+    lag,   // argument[offset rows before] in the partition, else the default (or NULL)
+    lead,
+    first_value,
+    last_value,
+    count_star,
+    count,
+    sum,
+    avg,
+    min,
+    max,
+};
+enum class FrameBoundKind : std::uint8_t {
+    unbounded_preceding,
+    preceding,
+    current_row,
+    following,
+    unbounded_following
+};
+struct FrameBound {
+    FrameBoundKind kind{FrameBoundKind::unbounded_preceding};
+    std::uint64_t offset{0}; // preceding/following: rows (ROWS frames only)
+};
+/// One window function of a window node; all of a node's functions share its PARTITION BY and
+/// ORDER BY. Columns index the child's output.
+struct WindowSpec {
+    WindowFunction function{WindowFunction::row_number};
+    std::optional<std::uint32_t> argument;
+    std::optional<std::uint32_t> default_value; // lag/lead: column of the argument's type
+    std::int64_t offset{1};                     // lag/lead
+    /// ROWS (positions) or RANGE (peers of the ORDER BY keys; offsets are not supported).
+    /// Defaults: RANGE UNBOUNDED PRECEDING .. CURRENT ROW, which without ORDER BY is the partition.
+    bool rows{false};
+    FrameBound start{FrameBoundKind::unbounded_preceding, 0};
+    FrameBound end{FrameBoundKind::current_row, 0};
+    std::string name;
+};
+
 struct PlanNode;
 using PlanPtr = std::unique_ptr<PlanNode>;
 
@@ -128,6 +173,11 @@ struct PlanNode {
     std::vector<SortKey> sort_keys;
     std::optional<std::uint64_t> limit;
     std::uint64_t offset{0};
+
+    // window: output = the child's columns, then one per window function; sort_keys are the
+    // ORDER BY of the window
+    std::vector<std::uint32_t> partition_columns;
+    std::vector<WindowSpec> windows;
 };
 
 /// Plan construction with output schemas computed from the children. Throw std::invalid_argument
@@ -151,6 +201,13 @@ namespace plan {
 /// Every row of the child `count` times (INTEGER or BIGINT over the child's output; NULL and
 /// values below 1 drop the row). Output: the child's columns.
 [[nodiscard]] PlanPtr repeat(PlanPtr child, ExprPtr count);
+/// Window functions over the child: the child's columns, then one column per function. Rows are
+/// hash-partitioned by `partition` (column indices), each partition sorted by `order`.
+[[nodiscard]] PlanPtr window(PlanPtr child, std::vector<std::uint32_t> partition, std::vector<SortKey> order,
+                             std::vector<WindowSpec> functions);
+/// Result type of a window function over an argument type (rank/count: BIGINT, lag/lead/
+/// first_value/last_value: the argument's, aggregates: aggregate_type).
+[[nodiscard]] Type window_type(WindowFunction function, const Type &argument);
 /// Result type of an aggregate over an argument type, following DuckDB (so answers compare
 /// exactly): SUM(DECIMAL(p,s)) -> DECIMAL(38,s), SUM(INTEGER/BIGINT) -> DECIMAL(38,0) printed as
 /// an integer, AVG -> DOUBLE, COUNT -> BIGINT, MIN/MAX -> the argument type.
@@ -163,5 +220,7 @@ namespace plan {
 /// "quantile_cont", "string_agg".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;
 [[nodiscard]] const char *aggregate_function_name(AggregateFunction function) noexcept;
+/// "row_number", "rank", ..., "count(*)", "sum", ...
+[[nodiscard]] const char *window_function_name(WindowFunction function) noexcept;
 
 } // namespace mx::db

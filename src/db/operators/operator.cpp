@@ -224,6 +224,8 @@ Compiled compile_kind(Compiler &compiler, const PlanNode &node) {
         return compile_union_all(compiler, node);
     case PlanKind::repeat:
         return compile_repeat(compiler, node);
+    case PlanKind::window:
+        return compile_window(compiler, node);
     }
     throw std::invalid_argument("plan node of unknown kind");
 }

@@ -260,6 +260,8 @@ Compiled compile_limit(Compiler &compiler, const PlanNode &node);
 /// Set operations (src/db/operators/set_ops.cpp).
 Compiled compile_union_all(Compiler &compiler, const PlanNode &node);
 Compiled compile_repeat(Compiler &compiler, const PlanNode &node);
+/// Window functions (src/db/operators/window.cpp).
+Compiled compile_window(Compiler &compiler, const PlanNode &node);
 /// A sort with another limit/offset than the plan node's (LIMIT folded into the sort below it).
 Compiled compile_sort_with(Compiler &compiler, const PlanNode &node, std::optional<std::uint64_t> limit,
                            std::uint64_t offset);

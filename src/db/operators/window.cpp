@@ -1,0 +1,696 @@
+// Window functions (OVER): consume tasks hash-partition their rows by the PARTITION BY key into
+// P buckets of their worker (no shared buffer; strings into the worker's arena). Finalize parts
+// (one per bucket, in parallel) gather bucket p of every worker, sort it by (partition key,
+// ORDER BY key), evaluate every window function partition by partition and emit the rows with
+// their results. Every row of one SQL partition lands in the same bucket, so the parts are
+// independent. Without PARTITION BY there is one bucket: one task sorts and evaluates all rows.
+//
+// Strings are copied into the arena of the worker whose consume task saw the row; the arenas
+// live as long as the node, so emitted batches view them.
+//
+// Order inside a bucket: the partition columns ascending (NULLs form a partition of their own),
+// the ORDER BY keys with their directions and NULL placement, then every column ascending, so
+// that ROWS frames over ties see a deterministic order whatever the schedule. The output is in
+// no particular order (the node is not ordered: an ORDER BY above it sorts).
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <mx/db/executor.h>
+
+#include "cells.h"
+#include "operator.h"
+
+namespace mx::db::detail {
+
+namespace {
+
+using dataflow::FlowContext;
+
+struct OrderSpec {
+    std::uint32_t column{0};
+    bool descending{false};
+    bool nulls_first{false};
+};
+
+/// Rows of one bucket of one worker (or of all workers, gathered), column by column.
+struct Rows {
+    std::vector<std::vector<std::byte>> values;
+    std::vector<std::vector<std::uint8_t>> nulls;
+    std::uint32_t rows{0};
+};
+
+/// One window function's results of a finalize part, by sorted position.
+struct Results {
+    std::vector<std::byte> values;
+    std::vector<std::uint8_t> nulls;
+    std::uint32_t width{8};
+
+    void init(PhysicalType physical, std::size_t rows) {
+        width = static_cast<std::uint32_t>(physical_size(physical));
+        values.assign(rows * width, std::byte{0});
+        nulls.assign(rows, 0);
+    }
+    template <class T>
+    void set(std::size_t position, const T &value) noexcept {
+        std::memcpy(values.data() + position * width, &value, sizeof(T));
+    }
+    void set_cell(std::size_t position, const std::byte *cell) noexcept {
+        std::memcpy(values.data() + position * width, cell, width);
+    }
+    void set_null(std::size_t position) noexcept { nulls[position] = 1; }
+};
+
+[[nodiscard]] bool integral(PhysicalType physical) noexcept {
+    return physical == PhysicalType::u8 || physical == PhysicalType::i64 || physical == PhysicalType::i128;
+}
+
+[[nodiscard]] Int128 integral_value(const ColumnData &column, std::uint32_t row) noexcept {
+    switch (column.physical) {
+    case PhysicalType::u8:
+        return column.get<std::uint8_t>(row);
+    case PhysicalType::i64:
+        return column.get<std::int64_t>(row);
+    case PhysicalType::i128:
+        return column.get<Int128>(row);
+    default:
+        return 0;
+    }
+}
+
+class WindowNode final : public BatchNode {
+public:
+    WindowNode(const PlanNode &plan, std::vector<OrderSpec> order, std::uint32_t batch_rows)
+        : BatchNode("window"), _partition(plan.partition_columns), _order(std::move(order)),
+          _functions(plan.windows), _batch_rows(std::max<std::uint32_t>(batch_rows, 1)) {
+        const std::size_t inputs = plan.children[0]->output.size();
+        for (std::size_t c = 0; c < plan.output.size(); ++c) {
+            (c < inputs ? _types : _result_types).push_back(plan.output[c].type);
+        }
+        for (const Type &type : _types) {
+            _physical.push_back(type.physical());
+        }
+    }
+
+    void prepare(std::uint16_t workers, std::uint16_t /*regions*/) override {
+        _worker_count = workers;
+        _buckets = _partition.empty()
+                       ? 1U
+                       : std::min<std::uint32_t>(256, 4 * std::bit_ceil(static_cast<std::uint32_t>(workers)));
+        _local = std::make_unique<Local[]>(workers);
+        for (std::uint16_t w = 0; w < workers; ++w) {
+            _local[w].buckets.resize(_buckets);
+            for (Rows &rows : _local[w].buckets) {
+                rows.values.resize(_types.size());
+                rows.nulls.resize(_types.size());
+            }
+        }
+    }
+
+    void consume_batch(FlowContext &context, std::unique_ptr<Batch> batch) noexcept override {
+        Local &local = _local[context.worker_id()];
+        std::vector<ColumnData> input(batch->columns.size());
+        for (std::size_t c = 0; c < input.size(); ++c) {
+            input[c] = column_data(batch->columns[c]);
+        }
+        const std::uint32_t count = batch->count();
+        local.selected.resize(_buckets);
+        for (auto &rows : local.selected) {
+            rows.clear();
+        }
+        for (std::uint32_t i = 0; i < count; ++i) {
+            const std::uint32_t row = batch->row(i);
+            std::uint64_t hash = 0;
+            for (const std::uint32_t column : _partition) {
+                const ColumnData &data = input[column];
+                hash = combine_hash(hash,
+                                    data.is_null(row) ? null_hash : hash_cell(data.physical, data.cell(row)));
+            }
+            const auto bucket = static_cast<std::uint32_t>(mix_hash(hash) % _buckets);
+            local.selected[bucket].push_back(row);
+        }
+        for (std::uint32_t b = 0; b < _buckets; ++b) {
+            append(local.buckets[b], input, local.selected[b], *local.heap);
+        }
+    }
+
+    [[nodiscard]] std::uint32_t finalize_parts(std::uint16_t /*workers*/) const noexcept override {
+        return _buckets;
+    }
+
+    void finalize_part(FlowContext &context, std::uint32_t part) noexcept override {
+        // Gather bucket `part` of every worker (strings stay in the workers' arenas, which live
+        // as long as the graph).
+        // The emitted batches copy the values (strings stay views into the arenas), so the
+        // gathered rows die with this task.
+        Rows rows;
+        rows.values.resize(_types.size());
+        rows.nulls.resize(_types.size());
+        for (std::uint16_t w = 0; w < _worker_count; ++w) {
+            Rows &from = _local[w].buckets[part];
+            for (std::size_t c = 0; c < _types.size(); ++c) {
+                rows.values[c].insert(rows.values[c].end(), from.values[c].begin(), from.values[c].end());
+                rows.nulls[c].insert(rows.nulls[c].end(), from.nulls[c].begin(), from.nulls[c].end());
+            }
+            rows.rows += from.rows;
+            from = Rows{};
+        }
+        if (rows.rows == 0 || context.cancelled()) {
+            return;
+        }
+        const std::vector<ColumnData> data = columns(rows);
+        std::vector<std::uint32_t> order(rows.rows);
+        std::iota(order.begin(), order.end(), 0U);
+        std::sort(order.begin(), order.end(),
+                  [&](std::uint32_t a, std::uint32_t b) { return compare_full(data.data(), a, b) < 0; });
+        if (context.cancelled()) {
+            return;
+        }
+
+        // Partition and peer-group boundaries by sorted position.
+        const std::size_t n = order.size();
+        std::vector<std::uint32_t> partition_end(n);
+        std::vector<std::uint32_t> peer_start(n);
+        std::vector<std::uint32_t> peer_end(n);
+        std::vector<std::uint32_t> partition_start(n);
+        {
+            std::size_t start = 0;
+            std::size_t peer = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                if (i > 0 && !same_partition(data.data(), order[i - 1], order[i])) {
+                    start = i;
+                    peer = i;
+                } else if (i > 0 && !same_peers(data.data(), order[i - 1], order[i])) {
+                    peer = i;
+                }
+                partition_start[i] = static_cast<std::uint32_t>(start);
+                peer_start[i] = static_cast<std::uint32_t>(peer);
+            }
+            std::size_t end = n;
+            std::size_t peer_stop = n;
+            for (std::size_t i = n; i-- > 0;) {
+                if (i + 1 < n && partition_start[i + 1] != partition_start[i]) {
+                    end = i + 1;
+                    peer_stop = i + 1;
+                } else if (i + 1 < n && peer_start[i + 1] != peer_start[i]) {
+                    peer_stop = i + 1;
+                }
+                partition_end[i] = static_cast<std::uint32_t>(end);
+                peer_end[i] = static_cast<std::uint32_t>(peer_stop);
+            }
+        }
+        const Bounds bounds{order, partition_start, partition_end, peer_start, peer_end};
+
+        std::vector<Results> results(_functions.size());
+        for (std::size_t f = 0; f < _functions.size(); ++f) {
+            results[f].init(_result_types[f].physical(), n);
+            if (!evaluate(context, _functions[f], _result_types[f], data, bounds, results[f])) {
+                return;
+            }
+        }
+        emit_rows(context, data, order, results);
+    }
+
+    void finalize(FlowContext & /*context*/) noexcept override {}
+
+    [[nodiscard]] std::string details() const override {
+        std::string text = "partition=[";
+        for (std::size_t i = 0; i < _partition.size(); ++i) {
+            text.append(i > 0 ? ", #" : "#").append(std::to_string(_partition[i]));
+        }
+        text.append("] order=[");
+        for (std::size_t i = 0; i < _order.size(); ++i) {
+            text.append(i > 0 ? ", #" : "#").append(std::to_string(_order[i].column));
+            text.append(_order[i].descending ? " DESC" : " ASC");
+        }
+        text.append("] functions=[");
+        for (std::size_t i = 0; i < _functions.size(); ++i) {
+            text.append(i > 0 ? ", " : "").append(window_function_name(_functions[i].function));
+        }
+        return text.append("]");
+    }
+
+private:
+    struct Bounds {
+        const std::vector<std::uint32_t> &order;
+        const std::vector<std::uint32_t> &partition_start;
+        const std::vector<std::uint32_t> &partition_end;
+        const std::vector<std::uint32_t> &peer_start;
+        const std::vector<std::uint32_t> &peer_end;
+    };
+
+    // Owner-private per worker: written by that worker's consume tasks; read by the finalize
+    // parts (ordered after every consume task by the layer), each of which takes one bucket.
+    // Padded: workers write side by side.
+    struct alignas(system::cache_line_size) Local {
+        std::vector<Rows> buckets;
+        std::unique_ptr<StringHeap> heap{std::make_unique<StringHeap>()};
+        std::vector<std::vector<std::uint32_t>> selected;
+    };
+
+    [[nodiscard]] std::vector<ColumnData> columns(const Rows &rows) const {
+        std::vector<ColumnData> data(_types.size());
+        for (std::size_t c = 0; c < _types.size(); ++c) {
+            data[c] = ColumnData{_physical[c], static_cast<std::uint32_t>(physical_size(_physical[c])),
+                                 rows.values[c].data(), rows.nulls[c].data()};
+        }
+        return data;
+    }
+
+    void append(Rows &rows, const std::vector<ColumnData> &input, const std::vector<std::uint32_t> &selected,
+                StringHeap &heap) const {
+        if (selected.empty()) {
+            return;
+        }
+        for (std::size_t c = 0; c < _types.size(); ++c) {
+            const ColumnData &column = input[c];
+            const std::size_t width = column.width;
+            std::vector<std::byte> &values = rows.values[c];
+            std::vector<std::uint8_t> &nulls = rows.nulls[c];
+            const std::size_t base = values.size();
+            values.resize(base + selected.size() * width);
+            nulls.resize(rows.rows + selected.size());
+            std::byte *target = values.data() + base;
+            for (std::size_t i = 0; i < selected.size(); ++i) {
+                const std::uint32_t row = selected[i];
+                const bool null = column.is_null(row);
+                nulls[rows.rows + i] = null ? 1 : 0;
+                if (null) {
+                    std::memset(target + i * width, 0, width);
+                } else if (column.physical == PhysicalType::string) {
+                    StringRef text;
+                    std::memcpy(&text, column.cell(row), sizeof(StringRef));
+                    const StringRef copy = heap.add(text.view());
+                    std::memcpy(target + i * width, &copy, sizeof(StringRef));
+                } else {
+                    std::memcpy(target + i * width, column.cell(row), width);
+                }
+            }
+        }
+        rows.rows += static_cast<std::uint32_t>(selected.size());
+    }
+
+    static int compare_column(const ColumnData &column, std::uint32_t a, std::uint32_t b,
+                              bool nulls_first) noexcept {
+        const bool a_null = column.is_null(a);
+        const bool b_null = column.is_null(b);
+        if (a_null || b_null) {
+            if (a_null == b_null) {
+                return 0;
+            }
+            return (a_null == nulls_first) ? -1 : 1;
+        }
+        return compare_cells(column.physical, column.cell(a), column.cell(b));
+    }
+
+    [[nodiscard]] bool same_partition(const ColumnData *data, std::uint32_t a,
+                                      std::uint32_t b) const noexcept {
+        return std::all_of(_partition.begin(), _partition.end(), [&](std::uint32_t column) {
+            return compare_column(data[column], a, b, false) == 0;
+        });
+    }
+
+    [[nodiscard]] bool same_peers(const ColumnData *data, std::uint32_t a, std::uint32_t b) const noexcept {
+        return std::all_of(_order.begin(), _order.end(), [&](const OrderSpec &key) {
+            return compare_column(data[key.column], a, b, false) == 0;
+        });
+    }
+
+    [[nodiscard]] int compare_full(const ColumnData *data, std::uint32_t a, std::uint32_t b) const noexcept {
+        for (const std::uint32_t column : _partition) {
+            if (const int order = compare_column(data[column], a, b, false); order != 0) {
+                return order;
+            }
+        }
+        for (const OrderSpec &key : _order) {
+            const ColumnData &column = data[key.column];
+            if (const int order = compare_column(column, a, b, key.nulls_first); order != 0) {
+                return key.descending && !(column.is_null(a) || column.is_null(b)) ? -order : order;
+            }
+        }
+        for (std::size_t c = 0; c < _types.size(); ++c) {
+            if (const int order = compare_column(data[c], a, b, false); order != 0) {
+                return order;
+            }
+        }
+        return 0;
+    }
+
+    /// The frame [start, end) of sorted position i.
+    static std::pair<std::size_t, std::size_t> frame(const WindowSpec &spec, const Bounds &bounds,
+                                                     std::size_t i) noexcept {
+        const std::size_t ps = bounds.partition_start[i];
+        const std::size_t pe = bounds.partition_end[i];
+        auto position = [&](const FrameBound &bound, bool is_end) -> std::size_t {
+            switch (bound.kind) {
+            case FrameBoundKind::unbounded_preceding:
+                return ps;
+            case FrameBoundKind::unbounded_following:
+                return pe;
+            case FrameBoundKind::current_row:
+                if (!spec.rows) {
+                    return is_end ? bounds.peer_end[i] : bounds.peer_start[i];
+                }
+                return is_end ? i + 1 : i;
+            case FrameBoundKind::preceding: {
+                const std::size_t back = bound.offset > i - ps ? ps : i - bound.offset;
+                return is_end ? std::min(back + 1, pe) : back;
+            }
+            case FrameBoundKind::following: {
+                const std::size_t ahead = bound.offset >= pe - i ? pe : i + bound.offset;
+                return is_end ? std::min(ahead + 1, pe) : ahead;
+            }
+            }
+            return ps;
+        };
+        std::size_t start = position(spec.start, false);
+        std::size_t end = position(spec.end, true);
+        // A PRECEDING end before the partition ends the frame before its start: empty.
+        if (spec.end.kind == FrameBoundKind::preceding && spec.end.offset > i - ps) {
+            end = ps;
+        }
+        if (end < start) {
+            end = start;
+        }
+        return {start, end};
+    }
+
+    /// Computes one function for every sorted position; false when the query failed.
+    bool evaluate(FlowContext &context, const WindowSpec &spec, const Type &type,
+                  const std::vector<ColumnData> &data, const Bounds &bounds, Results &out) const noexcept {
+        const std::vector<std::uint32_t> &order = bounds.order;
+        const std::size_t n = order.size();
+        const ColumnData *argument = spec.argument ? &data[*spec.argument] : nullptr;
+        CancelPoll poll(context);
+        switch (spec.function) {
+        case WindowFunction::row_number:
+        case WindowFunction::rank:
+        case WindowFunction::dense_rank: {
+            std::int64_t dense = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::size_t ps = bounds.partition_start[i];
+                if (i == ps) {
+                    dense = 0;
+                }
+                if (bounds.peer_start[i] == i) {
+                    ++dense;
+                }
+                const auto value = spec.function == WindowFunction::row_number
+                                       ? static_cast<std::int64_t>(i - ps + 1)
+                                   : spec.function == WindowFunction::rank
+                                       ? static_cast<std::int64_t>(bounds.peer_start[i] - ps + 1)
+                                       : dense;
+                out.set(i, value);
+            }
+            return true;
+        }
+        case WindowFunction::ntile:
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::uint32_t row = order[i];
+                if (argument->is_null(row)) {
+                    out.set_null(i);
+                    continue;
+                }
+                const std::int64_t buckets = argument->get<std::int64_t>(row);
+                if (buckets <= 0) {
+                    context.fail("Argument for ntile must be greater than zero");
+                    return false;
+                }
+                const std::size_t ps = bounds.partition_start[i];
+                const auto total = static_cast<std::int64_t>(bounds.partition_end[i] - ps);
+                const std::int64_t used = std::min(buckets, total);
+                const std::int64_t size = total / used;
+                const std::int64_t large = total - used * size; // buckets with size + 1 rows
+                const auto index = static_cast<std::int64_t>(i - ps);
+                const std::int64_t small_start = large * (size + 1);
+                const std::int64_t bucket =
+                    index < small_start ? 1 + index / (size + 1) : 1 + large + (index - small_start) / size;
+                out.set(i, bucket);
+            }
+            return true;
+        case WindowFunction::lag:
+        case WindowFunction::lead: {
+            const ColumnData *fallback = spec.default_value ? &data[*spec.default_value] : nullptr;
+            // A negative offset looks the other way (DuckDB); unsigned magnitudes cannot overflow.
+            const bool backward = (spec.function == WindowFunction::lag) == (spec.offset >= 0);
+            const std::uint64_t distance = spec.offset >= 0 ? static_cast<std::uint64_t>(spec.offset)
+                                                            : 0 - static_cast<std::uint64_t>(spec.offset);
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::size_t ps = bounds.partition_start[i];
+                const std::size_t pe = bounds.partition_end[i];
+                const bool inside = backward ? distance <= i - ps : distance < pe - i;
+                const ColumnData *from = argument;
+                std::uint32_t row = 0;
+                if (inside) {
+                    row = order[backward ? i - distance : i + distance];
+                } else if (fallback != nullptr) {
+                    from = fallback;
+                    row = order[i];
+                } else {
+                    out.set_null(i);
+                    continue;
+                }
+                if (from->is_null(row)) {
+                    out.set_null(i);
+                } else {
+                    out.set_cell(i, from->cell(row));
+                }
+            }
+            return true;
+        }
+        case WindowFunction::first_value:
+        case WindowFunction::last_value:
+            for (std::size_t i = 0; i < n && !poll(); ++i) {
+                const auto [start, end] = frame(spec, bounds, i);
+                if (start == end) {
+                    out.set_null(i);
+                    continue;
+                }
+                const std::uint32_t row =
+                    order[spec.function == WindowFunction::first_value ? start : end - 1];
+                if (argument->is_null(row)) {
+                    out.set_null(i);
+                } else {
+                    out.set_cell(i, argument->cell(row));
+                }
+            }
+            return !poll.stopped();
+        case WindowFunction::count_star:
+            for (std::size_t i = 0; i < n; ++i) {
+                const auto [start, end] = frame(spec, bounds, i);
+                out.set(i, static_cast<std::int64_t>(end - start));
+            }
+            return true;
+        case WindowFunction::count:
+        case WindowFunction::sum:
+        case WindowFunction::avg:
+            return evaluate_sum(context, spec, type, *argument, bounds, out);
+        case WindowFunction::min:
+        case WindowFunction::max:
+            return evaluate_extreme(context, spec, *argument, bounds, out);
+        }
+        return true;
+    }
+
+    /// count/sum/avg from prefix sums over the sorted positions (exact 128-bit sums for
+    /// integers and decimals; doubles are added frame by frame unless the frame starts at the
+    /// partition's start, so that no subtraction loses precision).
+    bool evaluate_sum(FlowContext &context, const WindowSpec &spec, const Type &type,
+                      const ColumnData &argument, const Bounds &bounds, Results &out) const noexcept {
+        const std::vector<std::uint32_t> &order = bounds.order;
+        const std::size_t n = order.size();
+        std::vector<std::int64_t> counts(n + 1, 0);
+        const bool exact = integral(argument.physical);
+        std::vector<Int128> sums(exact ? n + 1 : 0, 0);
+        std::vector<double> running(exact ? 0 : n + 1, 0.0);
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint32_t row = order[i];
+            const bool null = argument.is_null(row);
+            // Prefix values restart at every partition, so a sum never spans two partitions.
+            const bool first = bounds.partition_start[i] == i;
+            counts[i + 1] = (first ? 0 : counts[i]) + (null ? 0 : 1);
+            if (exact) {
+                const Int128 base = first ? 0 : sums[i];
+                Int128 next = base;
+                if (!null && __builtin_add_overflow(base, integral_value(argument, row), &next)) {
+                    context.fail("Overflow in SUM: the result does not fit DECIMAL(38)");
+                    return false;
+                }
+                sums[i + 1] = next;
+            } else if (argument.physical == PhysicalType::f64) {
+                running[i + 1] = (first ? 0.0 : running[i]) + (null ? 0.0 : argument.get<double>(row));
+            }
+        }
+        CancelPoll poll(context);
+        for (std::size_t i = 0; i < n && !poll(); ++i) {
+            const auto [start, end] = frame(spec, bounds, i);
+            const std::size_t ps = bounds.partition_start[i];
+            auto prefix_count = [&](std::size_t k) { return k == ps ? std::int64_t{0} : counts[k]; };
+            const std::int64_t count = start == end ? 0 : prefix_count(end) - prefix_count(start);
+            if (spec.function == WindowFunction::count) {
+                out.set(i, count);
+                continue;
+            }
+            if (count == 0) {
+                out.set_null(i);
+                continue;
+            }
+            if (exact) {
+                auto prefix_sum = [&](std::size_t k) { return k == ps ? Int128{0} : sums[k]; };
+                const Int128 sum = prefix_sum(end) - prefix_sum(start);
+                if (spec.function == WindowFunction::sum) {
+                    out.set(i, sum);
+                } else {
+                    // As DuckDB and the aggregation: the exact sum / (count * 10^scale) in long double.
+                    const long double divisor =
+                        static_cast<long double>(count) *
+                        static_cast<long double>(decimal::pow10(argument_scale(spec)));
+                    out.set(i, static_cast<double>(static_cast<long double>(sum) / divisor));
+                }
+                continue;
+            }
+            double sum = 0.0;
+            if (start == ps) {
+                sum = running[end];
+            } else {
+                for (std::size_t k = start; k < end; ++k) {
+                    if (!argument.is_null(order[k])) {
+                        sum += argument.get<double>(order[k]);
+                    }
+                }
+                poll(static_cast<std::uint32_t>(std::min<std::size_t>(end - start, UINT32_MAX)));
+            }
+            if (spec.function == WindowFunction::sum) {
+                out.set(i, sum);
+            } else {
+                out.set(i, sum / static_cast<double>(count));
+            }
+        }
+        (void)type;
+        return !poll.stopped();
+    }
+
+    [[nodiscard]] std::uint8_t argument_scale(const WindowSpec &spec) const noexcept {
+        const Type &type = _types[*spec.argument];
+        return type.id == TypeId::decimal ? type.scale : 0;
+    }
+
+    /// min/max in one pass per partition: frame starts and ends never move backwards, so a deque
+    /// of candidate positions (increasing positions, each better than every later one) gives
+    /// each frame's extreme at its front (the sliding-window minimum).
+    bool evaluate_extreme(FlowContext &context, const WindowSpec &spec, const ColumnData &argument,
+                          const Bounds &bounds, Results &out) const noexcept {
+        const std::vector<std::uint32_t> &order = bounds.order;
+        const std::size_t n = order.size();
+        const int wanted = spec.function == WindowFunction::min ? -1 : 1;
+        auto at_least_as_good = [&](std::size_t a, std::size_t b) {
+            return compare_cells(argument.physical, argument.cell(order[a]), argument.cell(order[b])) *
+                       wanted >=
+                   0;
+        };
+        std::deque<std::size_t> candidates;
+        std::size_t next = 0; // the first position not yet offered to the deque
+        CancelPoll poll(context);
+        for (std::size_t i = 0; i < n && !poll(); ++i) {
+            if (bounds.partition_start[i] == i) {
+                candidates.clear();
+                next = i;
+            }
+            const auto [start, end] = frame(spec, bounds, i);
+            for (; next < end; ++next) {
+                if (argument.is_null(order[next])) {
+                    continue;
+                }
+                while (!candidates.empty() && at_least_as_good(next, candidates.back())) {
+                    candidates.pop_back();
+                }
+                candidates.push_back(next);
+            }
+            while (!candidates.empty() && candidates.front() < start) {
+                candidates.pop_front();
+            }
+            if (start == end || candidates.empty() || candidates.front() >= end) {
+                out.set_null(i);
+            } else {
+                out.set_cell(i, argument.cell(order[candidates.front()]));
+            }
+        }
+        return !poll.stopped();
+    }
+
+    /// Emits the part's rows in sorted order with the functions' results, in batches.
+    void emit_rows(FlowContext &context, const std::vector<ColumnData> &data,
+                   const std::vector<std::uint32_t> &order, const std::vector<Results> &results) noexcept {
+        const std::size_t n = order.size();
+        for (std::size_t first = 0; first < n; first += _batch_rows) {
+            if (context.cancelled()) {
+                return;
+            }
+            const auto rows = static_cast<std::uint32_t>(std::min<std::size_t>(_batch_rows, n - first));
+            auto batch = std::make_unique<Batch>();
+            batch->rows = rows;
+            for (std::size_t c = 0; c < _types.size(); ++c) {
+                Vector &vector = batch->columns.emplace_back(_types[c], rows);
+                const ColumnData &column = data[c];
+                for (std::uint32_t r = 0; r < rows; ++r) {
+                    const std::uint32_t row = order[first + r];
+                    if (column.is_null(row)) {
+                        vector.set_null(r);
+                    } else {
+                        put_cell(vector, r, column.cell(row));
+                    }
+                }
+            }
+            for (std::size_t f = 0; f < results.size(); ++f) {
+                Vector &vector = batch->columns.emplace_back(_result_types[f], rows);
+                const Results &result = results[f];
+                for (std::uint32_t r = 0; r < rows; ++r) {
+                    if (result.nulls[first + r] != 0) {
+                        vector.set_null(r);
+                    } else {
+                        put_cell(vector, r, result.values.data() + (first + r) * result.width);
+                    }
+                }
+            }
+            emit(context, std::move(batch));
+        }
+    }
+
+    // Set at construction, read-only during the run.
+    std::vector<std::uint32_t> _partition;
+    std::vector<OrderSpec> _order;
+    std::vector<WindowSpec> _functions;
+    std::vector<Type> _types; // of the input columns
+    std::vector<PhysicalType> _physical;
+    std::vector<Type> _result_types;
+    std::uint32_t _batch_rows;
+    // Set in prepare() on the starting thread, read-only during the run.
+    std::uint16_t _worker_count{0};
+    std::uint32_t _buckets{1};
+    std::unique_ptr<Local[]> _local;
+};
+
+} // namespace
+
+Compiled compile_window(Compiler &compiler, const PlanNode &node) {
+    const Compiled input = compile(compiler, *node.children.at(0));
+    std::vector<OrderSpec> order;
+    for (const SortKey &key : node.sort_keys) {
+        order.push_back(OrderSpec{key.column, key.descending,
+                                  key.nulls_first.value_or(default_nulls_first(key.descending))});
+    }
+    auto &window = compiler.graph.add<WindowNode>(node, std::move(order), compiler.options.morsel_rows);
+    compiler.graph.connect(input.output, window.id());
+    return Compiled{window.id(), false};
+}
+
+} // namespace mx::db::detail

@@ -29,6 +29,19 @@ public:
         }
         return static_cast<std::uint32_t>(it - layout.begin());
     }
+    /// The sort keys with their columns as positions in `layout`.
+    static std::vector<db::SortKey> sort_keys_at(const std::vector<ColumnId> &layout,
+                                                 const std::vector<LogicalSortKey> &sort_keys) {
+        std::vector<db::SortKey> keys;
+        for (const auto &key : sort_keys) {
+            db::SortKey sort_key;
+            sort_key.column = position(layout, key.column);
+            sort_key.descending = key.descending;
+            sort_key.nulls_first = key.nulls_first;
+            keys.push_back(sort_key);
+        }
+        return keys;
+    }
     static db::ExprPtr remap(const db::ExprPtr &expression, const std::vector<ColumnId> &layout) {
         return db::expr::remap_columns(expression, [&](std::uint32_t id) { return position(layout, id); });
     }
@@ -299,14 +312,7 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
             needed.insert(key.column);
         }
         Result child = build(*node.children[0], needed);
-        std::vector<db::SortKey> keys;
-        for (const auto &key : node.sort_keys) {
-            db::SortKey sort_key;
-            sort_key.column = position(child.layout, key.column);
-            sort_key.descending = key.descending;
-            sort_key.nulls_first = key.nulls_first;
-            keys.push_back(sort_key);
-        }
+        std::vector<db::SortKey> keys = sort_keys_at(child.layout, node.sort_keys);
         result.layout = child.layout;
         result.plan = db::plan::sort(std::move(child.plan), std::move(keys), node.limit, node.offset);
         result.plan->estimated_rows = node.rows;
@@ -392,14 +398,7 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
         for (const ColumnId id : node.partition) {
             partition.push_back(position(child.layout, id));
         }
-        std::vector<db::SortKey> keys;
-        for (const auto &key : node.sort_keys) {
-            db::SortKey sort_key;
-            sort_key.column = position(child.layout, key.column);
-            sort_key.descending = key.descending;
-            sort_key.nulls_first = key.nulls_first;
-            keys.push_back(sort_key);
-        }
+        std::vector<db::SortKey> keys = sort_keys_at(child.layout, node.sort_keys);
         std::vector<db::WindowSpec> functions;
         result.layout = child.layout;
         for (const auto &function : node.windows) {

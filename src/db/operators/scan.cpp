@@ -259,7 +259,7 @@ private:
         flatten_and(*_predicate, conjuncts);
         for (const Expr *conjunct : conjuncts) {
             std::vector<std::uint32_t> referenced;
-            collect_columns(*conjunct, referenced);
+            expr::collect_columns(*conjunct, referenced);
             std::sort(referenced.begin(), referenced.end());
             referenced.erase(std::unique(referenced.begin(), referenced.end()), referenced.end());
             if (dictionary && referenced.size() == 1 && referenced[0] < _columns.size()) {
@@ -283,15 +283,6 @@ private:
             return;
         }
         out.push_back(&expression);
-    }
-
-    static void collect_columns(const Expr &expression, std::vector<std::uint32_t> &out) {
-        if (expression.kind() == ExprKind::column) {
-            out.push_back(expression.column_index());
-        }
-        for (const auto &child : expression.children()) {
-            collect_columns(*child, out);
-        }
     }
 
     /// The conjunct evaluated for every dictionary entry and for NULL; nothing when the

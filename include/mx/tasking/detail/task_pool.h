@@ -54,17 +54,17 @@ public:
     /// this worker (or its region). It runs before the worker's other local tasks of its
     /// priority: it was among the oldest of the deque, and a producer task that a thief happened
     /// to take must not wait until everything it produced has run.
-    void push_returned(Task &task) noexcept { _returned->queues[index(task.priority())].push(task); }
+    void push_returned(Task &task) noexcept { _returned.queues[index(task.priority())].push(task); }
     void push_remote(Task &task, std::uint8_t producer_region) noexcept {
         _remote[producer_region].queues[index(task.priority())].push(task);
     }
 
-    /// Owner only: moves up to `capacity` local tasks of `priority` into `buffer` (pinned first,
-    /// then the deque).
+    /// Owner only: moves up to `capacity` local tasks of `priority` into `buffer` (handed-back
+    /// tasks first, then pinned, then the deque).
     std::uint32_t take_local(std::size_t priority, Task **buffer, std::uint32_t capacity) noexcept {
         std::uint32_t count = 0;
-        if (_stealing && !_returned->queues[priority].empty()) [[unlikely]] {
-            count = _returned->queues[priority].pop_into(buffer, capacity);
+        if (_stealing && !_returned.queues[priority].empty()) [[unlikely]] {
+            count = _returned.queues[priority].pop_into(buffer, capacity);
         }
         while (count < capacity) {
             Task *task = _pinned[priority].pop_front();
@@ -108,7 +108,7 @@ public:
     [[nodiscard]] bool empty() const noexcept {
         for (std::size_t priority = 0; priority < priority_count; ++priority) {
             if (!_pinned[priority].empty() || !_deques[priority].empty() ||
-                !_returned->queues[priority].empty()) {
+                !_returned.queues[priority].empty()) {
                 return false;
             }
             for (std::uint16_t r = 0; r < _regions; ++r) {
@@ -129,10 +129,10 @@ private:
     std::uint16_t _regions;
     bool _stealing;
     bool _lifo;
-    IntrusiveQueue<Task> _pinned[priority_count];                  // owner-private
-    StealDeque _deques[priority_count];                            // owner pushes and takes, thieves steal
-    std::unique_ptr<Remote[]> _remote;                             // pushed by anyone, popped by the owner
-    std::unique_ptr<Remote> _returned{std::make_unique<Remote>()}; // pushed by thieves, popped by the owner
+    IntrusiveQueue<Task> _pinned[priority_count]; // owner-private
+    StealDeque _deques[priority_count];           // owner pushes and takes, thieves steal
+    std::unique_ptr<Remote[]> _remote;            // pushed by anyone, popped by the owner
+    Remote _returned;                             // pushed by thieves, popped by the owner
 };
 
 } // namespace mx::tasking::detail

@@ -1191,12 +1191,13 @@ def python_suite(ctx):
     (scripts/python_bench.py, run on build/venv, where the package is installed if missing)."""
     threads = max(ctx.tpch_threads)
     target = Target("python_fetch_arrow_vs_duckdb", None, "ratio", ">= 0.67")
+    tpch_target = Target("python_tpch_vs_cpp", None, "ratio", ">= 0.95")
     python = os.path.join(REPO, "build", "venv", "bin", "python")
 
     def failed(reason):
-        target.note = reason
+        target.note = tpch_target.note = reason
         ctx.failures.append(f"python: {reason}")
-        return "python", [], [target]
+        return "python", [], [target, tpch_target]
 
     if not os.access(python, os.X_OK):
         return failed("build/venv is missing: run `make deps`")
@@ -1206,6 +1207,7 @@ def python_suite(ctx):
                                os.path.join(REPO, "python")], capture_output=True, text=True)
         if done.returncode != 0:
             return failed(f"pip install ./python failed: {(done.stdout + done.stderr).strip()[-500:]}")
+    tpch_rows = python_tpch(ctx, python, threads, tpch_target)
     rows = 1_000_000 if ctx.quick else 10_000_000
     path = os.path.join(ctx.raw_dir, "python.csv")
     done = subprocess.run([python, os.path.join(REPO, "scripts", "python_bench.py"), "--rows", str(rows),
@@ -1216,11 +1218,41 @@ def python_suite(ctx):
         measured = list(csv.DictReader(handle))
     target.value = value_of(measured, "python_fetch_arrow", "duckdb_over_tunadb", threads, "ratio")
     target.note = f"{rows} rows x 4 columns, {threads} threads, DuckDB time / TunaDB time"
-    return "python", measured, [target]
+    return "python", measured + tpch_rows, [target, tpch_target]
+
+
+def python_tpch(ctx, python, threads, target):
+    """The TPC-H queries through the Python API against mx_bench_tpch on the TPC-H suite's data
+    (scripts/python_bench.py --tpch-data): rows for the CSV; sets `target`."""
+    sf_name = format(ctx.tpch_sf, "g")
+    data = os.path.join(REPO, "build", "tpch", f"sf{sf_name}")
+    driver = ctx.binary("tpch/mx_bench_tpch")
+    if driver is None or not os.path.isfile(os.path.join(data, ".complete")):
+        target.note = "needs the TPC-H suite's data and mx_bench_tpch (run the tpch suite first)"
+        return []
+    path = os.path.join(ctx.raw_dir, "python_tpch.csv")
+    print(f"  python: TPC-H SF {sf_name} through the Python API against mx_bench_tpch, {threads} threads ...",
+          flush=True)
+    command = [python, os.path.join(REPO, "scripts", "python_bench.py"), "--tpch-data", data, "--tpch-driver",
+               driver, "--threads", str(threads), "--rounds", "2" if ctx.quick else "3", "--csv", path]
+    done, other, _own, wall = run_measured(ctx, command, timeout=1800)
+    if done is None or done.returncode != 0 or not os.path.isfile(path):
+        reason = "python_bench.py --tpch-data failed" + (f": {done.stderr.strip()[-500:]}" if done else "")
+        target.note = reason
+        ctx.failures.append(f"python: {reason}")
+        return []
+    with open(path, newline="") as handle:
+        measured = list(csv.DictReader(handle))
+    target.value = value_of(measured, "python_tpch", "cpp_over_python", threads, "ratio")
+    target.note = (f"SF {sf_name}, 22 queries, {threads} threads, mx_bench_tpch time / Python time "
+                   f"(geometric mean; other processes {other:.0f} CPU-s in {wall:.0f} s)")
+    return measured
 
 
 def print_python_tables(rows):
     for row in rows:
+        if row["benchmark"].startswith("python_tpch_q"):
+            continue  # per query: in the CSV
         print(f"  {row['benchmark']:<20} {row['variant']:<20} {float(row['value']):10.4f} {row['unit']}")
 
 

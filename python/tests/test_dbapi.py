@@ -132,6 +132,25 @@ def test_explain(cur):
     assert "Plan" in text
 
 
+def test_explain_and_explain_analyze_from_the_connection(con):
+    con.execute("CREATE TABLE t (a INTEGER, b VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", [(i, f"s{i % 3}") for i in range(100)])
+    plan = con.explain("SELECT b, count(*) FROM t WHERE a >= ? GROUP BY b", [40])
+    assert "Plan" in plan and "Scan t" in plan and "tasks=" not in plan and "Total:" not in plan
+    analyzed = con.explain("SELECT b, count(*) FROM t WHERE a >= ? GROUP BY b", [40], analyze=True)
+    # Analyzed: the scan's filter passed 60 rows, the aggregate produced 3.
+    assert "rows=60 " in analyzed and "rows=3 " in analyzed and "Total: 3 rows" in analyzed, analyzed
+    assert con.execute("SELECT count(*) FROM t").fetchone() == (100,)  # still usable
+
+
+def test_explain_errors_point_into_the_callers_sql(con):
+    with pytest.raises(tunadb.ProgrammingError) as caught:
+        con.explain("SELECT nope FROM (SELECT 1 AS a) s", analyze=True)
+    assert caught.value.position == 8 and caught.value.line == 1 and caught.value.column == 8
+    with pytest.raises(tunadb.ProgrammingError):
+        con.explain("CREATE TABLE x (a INTEGER)")
+
+
 # --------------------------------------------------------------------------------- values
 
 ROWS = [

@@ -103,6 +103,30 @@ def test_load_tpch_generates_into_the_cache(monkeypatch, tmp_path):
             con.load_tpch(0.01)
 
 
+def test_load_tpch_generates_without_the_source_tree(monkeypatch, tmp_path):
+    # The installed package carries its generator; only DuckDB's modules are needed.
+    import tunadb.connection as connection
+
+    assert os.path.exists(os.path.join(os.path.dirname(connection.__file__), "_tpch_gen.py"))
+    monkeypatch.setattr(connection, "_source_dir", lambda: str(tmp_path / "no-source-tree"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with tunadb.connect(threads=1) as con:
+        assert con.load_tpch(0.01) > 0
+        assert con.execute("SELECT count(*) FROM region").fetchone() == (5,)
+
+
+def test_load_tpch_without_duckdb_says_what_to_install(monkeypatch, tmp_path):
+    import tunadb.connection as connection
+
+    monkeypatch.setattr(connection, "_source_dir", lambda: str(tmp_path / "no-source-tree"))
+    monkeypatch.setattr(connection, "_has_tpch_generator_modules", lambda: False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with tunadb.connect(threads=1) as con:
+        with pytest.raises(tunadb.OperationalError, match="pip install duckdb"):
+            con.load_tpch(0.01)
+        assert con.tables() == []
+
+
 def test_load_tpch_errors(tmp_path):
     with tunadb.connect(threads=1) as con:
         with pytest.raises(tunadb.OperationalError):

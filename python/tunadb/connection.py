@@ -133,6 +133,19 @@ class Connection:
     def executemany(self, sql, seq_of_parameters):
         return self.cursor().executemany(sql, seq_of_parameters)
 
+    def explain(self, sql, parameters=None, analyze=False):
+        """The plan of the SELECT `sql` as text (EXPLAIN). With analyze=True the query runs and the
+        plan shows per operator the rows it produced, its tasks and their time, and the time of
+        each pipeline (EXPLAIN ANALYZE); the result rows are dropped."""
+        if not isinstance(sql, str):
+            raise ProgrammingError(f"SQL must be a str, not {type(sql).__name__}")
+        bound = _params.bind(sql, parameters) if parameters is not None else None
+        prefixed = _Prefixed("EXPLAIN ANALYZE " if analyze else "EXPLAIN ", sql, bound)
+        result = self._run(prefixed.text, prefixed)
+        if result.kind != "explain":
+            raise ProgrammingError("explain() takes one SELECT statement")
+        return result.text
+
     @property
     def closed(self):
         return self._engine is None
@@ -190,8 +203,8 @@ class Connection:
         """Creates and loads the eight TPC-H tables; returns the rows loaded.
 
         `directory` holds the files of scripts/tpch.py gen (schema.sql and <table>.tbl); with
-        `sf` alone they are generated (once) into $XDG_CACHE_HOME/tunadb/tpch/sf<SF> by the
-        repository's scripts/tpch.py with DuckDB's dbgen, as the tunadb shell does.
+        `sf` alone they are generated (once) into $XDG_CACHE_HOME/tunadb/tpch/sf<SF> with
+        DuckDB's dbgen (the duckdb and duckdb-extension-tpch packages), as the tunadb shell does.
         """
         self._check_open()
         if directory is None:
@@ -252,6 +265,23 @@ class Connection:
             with self._lock:
                 self._running -= 1
                 self._lock.notify_all()
+
+
+class _Prefixed:
+    """`sql` (bound to its parameters, if any) behind a prefix, with error positions mapped back
+    into `sql` as the caller wrote it (the interface of _params.Bound)."""
+
+    def __init__(self, prefix, sql, bound=None):
+        self.original = sql
+        self.text = prefix + (bound.text if bound is not None else sql)
+        self._prefix = len(prefix)
+        self._bound = bound
+
+    def original_position(self, position):
+        position -= self._prefix
+        if position <= 0:
+            return 0
+        return self._bound.original_position(position) if self._bound is not None else position
 
 
 def _translated(error, bound, copy):
@@ -645,17 +675,34 @@ def _tpch_directory(sf):
     return os.path.join(cache, "tunadb", "tpch", f"sf{text}")
 
 
+def _has_tpch_generator_modules():
+    import importlib.util
+    return all(importlib.util.find_spec(name) is not None for name in ("duckdb", "duckdb_extension_tpch"))
+
+
 def _generate_tpch(sf, directory):
-    source = _source_dir()
-    script = os.path.join(source, "scripts", "tpch.py")
-    python = os.path.join(source, "build", "venv", "bin", "python")
-    if not os.path.exists(python):
-        python = sys.executable
+    # The generator ships inside the package (_tpch_gen.py, the repository's scripts/tpch.py); a
+    # package used from the source tree without installing falls back to the script itself.
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_tpch_gen.py")
     if not os.path.exists(script):
-        raise OperationalError(f"cannot generate TPC-H data: {script} is missing")
+        script = os.path.join(_source_dir(), "scripts", "tpch.py")
+    if not os.path.exists(script):
+        raise OperationalError(f"cannot generate TPC-H data: {script} is missing; pass directory=")
+    # It needs DuckDB's dbgen: this interpreter's duckdb if it has one, else the source tree's venv.
+    python = sys.executable
+    if not _has_tpch_generator_modules():
+        venv_python = os.path.join(_source_dir(), "build", "venv", "bin", "python")
+        if not os.path.exists(venv_python):
+            raise OperationalError(
+                "load_tpch(sf) generates the data with DuckDB's dbgen: install it with "
+                "`pip install duckdb==1.5.5 duckdb-extension-tpch==1.5.5` (or `pip install "
+                "'tunadb[tpch]'`), or pass directory= with files of `scripts/tpch.py gen`")
+        python = venv_python
     os.makedirs(os.path.dirname(directory), exist_ok=True)
     text = f"{float(sf):g}" if not isinstance(sf, str) else sf
+    # TPCH_PY_REEXEC: the generator does not look for the source tree's venv on its own.
+    environment = dict(os.environ, TPCH_PY_REEXEC="1")
     done = subprocess.run([python, script, "gen", "--sf", text, "--out", directory],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment)
     if done.returncode != 0:
         raise OperationalError(f"generating TPC-H SF {text} into {directory} failed:\n{done.stdout}")

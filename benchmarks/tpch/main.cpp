@@ -80,6 +80,7 @@ struct Options {
     double cancel_grace_seconds{10.0};
     bool pin{true};
     bool magic_sets{true};
+    bool right_semi_joins{true};
     std::string trace;           // --trace: record the timed runs, write the last one here
     bool trace_alternate{false}; // --trace-alternate: only every second timed run is recorded
 };
@@ -575,6 +576,7 @@ int run(const Options &options, const std::string &command) {
     mx::sql::DatabaseOptions database_options;
     database_options.execution.morsel_rows = options.morsel_rows;
     database_options.optimizer.magic_sets = options.magic_sets;
+    database_options.optimizer.right_semi_joins = options.right_semi_joins;
     mx::sql::Database db(runtime, database_options);
 
     std::printf("tunadb, threads=%u%s, morsel_rows=%u, %s (%u CPUs online)\n%s\n", options.threads,
@@ -663,6 +665,9 @@ int main(int argc, char **argv) {
                    "after a timeout, give up and exit (remaining queries skipped) when the cancelled run "
                    "has not stopped within this many seconds")
         ->check(CLI::Range(0.0, 1e6));
+    app.add_flag("!--no-right-semi-joins", options.right_semi_joins,
+                 "switch the optimizer's right semi/anti joins off (semi and anti joins always hash the "
+                 "subquery side)");
     app.add_flag("!--no-magic-sets", options.magic_sets,
                  "switch the optimizer's magic sets off (correlated subqueries aggregate their whole input)");
     app.add_option("--trace", options.trace,

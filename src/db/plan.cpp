@@ -179,7 +179,7 @@ PlanPtr hash_join(PlanPtr probe, PlanPtr build, JoinKind kind, std::vector<ExprP
     auto node = std::make_unique<PlanNode>();
     node->kind = PlanKind::hash_join;
     node->join_kind = kind;
-    node->output = probe->output;
+    node->output = outputs_build_only(kind) ? build->output : probe->output;
     if (kind == JoinKind::full_outer) {
         for (OutputColumn &column : node->output) {
             column.nullable = true;
@@ -534,6 +534,10 @@ const char *join_kind_name(JoinKind kind) noexcept {
         return "anti";
     case JoinKind::full_outer:
         return "full outer";
+    case JoinKind::right_semi:
+        return "right semi";
+    case JoinKind::right_anti:
+        return "right anti";
     }
     return "?";
 }

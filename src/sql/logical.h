@@ -122,6 +122,11 @@ struct LogicalNode {
     std::vector<db::ExprPtr> right_keys;
     db::JoinStrategy strategy{db::JoinStrategy::automatic};
     bool bloom_filter{true};
+    /// semi/anti: hash children[0] and probe with children[1] (db::JoinKind::right_semi or
+    /// right_anti); the output is still children[0]'s rows. Chosen by the optimizer.
+    bool build_left{false};
+    /// A semi join the optimizer's magic sets added (its right side copies another input).
+    bool magic_set{false};
     bool optimized{false};
 
     // aggregate: output = group ids, then aggregate ids

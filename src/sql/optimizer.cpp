@@ -150,6 +150,8 @@ LogicalPtr clone(const LogicalNode &node) {
     copy->right_keys = node.right_keys;
     copy->strategy = node.strategy;
     copy->bloom_filter = node.bloom_filter;
+    copy->build_left = node.build_left;
+    copy->magic_set = node.magic_set;
     copy->optimized = node.optimized;
     copy->groups = node.groups;
     copy->aggregates = node.aggregates;
@@ -1106,6 +1108,7 @@ LogicalPtr Optimizer::push_magic_set(LogicalPtr node, const std::set<ColumnId> &
         break;
     }
     LogicalPtr semi = make_join(db::JoinKind::semi, std::move(node), std::move(magic), std::move(conjuncts));
+    semi->magic_set = true;
     choose_keys(*semi);
     return semi;
 }
@@ -1202,6 +1205,10 @@ void Optimizer::estimate(LogicalNode &node) {
         case db::JoinKind::anti:
             node.rows = right > 0 ? left * std::max(0.05, 1.0 - matched) : left;
             break;
+        case db::JoinKind::right_semi:
+        case db::JoinKind::right_anti:
+            MX_ASSERT(false, "logical plans have semi and anti joins; the physical planner swaps them");
+            break;
         }
         cap_distinct(node.output, node.rows);
         break;
@@ -1252,6 +1259,15 @@ void Optimizer::estimate(LogicalNode &node) {
     }
 }
 
+namespace {
+
+bool has_magic_set(const LogicalNode &node) {
+    return node.magic_set || std::any_of(node.children.begin(), node.children.end(),
+                                         [](const LogicalPtr &child) { return has_magic_set(*child); });
+}
+
+} // namespace
+
 void Optimizer::decide(LogicalNode &node) {
     for (auto &child : node.children) {
         decide(*child);
@@ -1271,6 +1287,18 @@ void Optimizer::decide(LogicalNode &node) {
             matched = node.join_kind == db::JoinKind::anti ? 1.0 - node.rows / probe : node.rows / probe;
         }
         node.bloom_filter = !node.left_keys.empty() && matched < 0.5;
+        // Hashing the smaller side: a semi/anti join with an outer side well under its subquery
+        // side hashes the outer rows and marks those the subquery's rows meet. The subquery's
+        // rows then mostly miss, so they pass a Bloom filter of the outer keys first.
+        // Not when a magic set restricts the subquery side already: it copies the outer side
+        // into the subquery, and hashing the outer side again would only repeat that work.
+        node.build_left = _options.right_semi_joins && !node.left_keys.empty() &&
+                          (node.join_kind == db::JoinKind::semi || node.join_kind == db::JoinKind::anti) &&
+                          probe * right_join_build_ratio < build && !has_magic_set(*node.children[1]);
+        if (node.build_left) {
+            node.strategy = db::JoinStrategy::non_partitioned;
+            node.bloom_filter = true;
+        }
     } else if (node.kind == LogicalKind::get) {
         const double rows = static_cast<double>(node.table->row_count());
         const double fraction = rows > 0 ? node.rows / rows : 1.0;

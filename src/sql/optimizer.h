@@ -33,6 +33,10 @@ namespace mx::sql::detail {
 /// Build sides estimated larger than this many rows use the radix-partitioned join: its hash
 /// table no longer fits the caches, and partitioning pays for its extra pass.
 inline constexpr double radix_join_min_build_rows = 1U << 20U;
+/// A semi/anti join hashes its outer side instead (a right semi/anti join) when the subquery
+/// side is estimated at more than this many times the outer side's rows: building a row costs
+/// a few times probing one, and the outer rows are stored whole (they are the output).
+inline constexpr double right_join_build_ratio = 2.0;
 /// A scan predicate keeping at most this fraction of rows is "highly selective": its columns
 /// are prefetched entirely, the other columns are touched for few rows only.
 inline constexpr double selective_scan_fraction = 0.05;

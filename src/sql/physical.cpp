@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include <mx/util/assert.h>
+
 namespace mx::sql::detail {
 
 namespace {
@@ -21,6 +23,10 @@ public:
     /// `prune`: drop columns nobody above reads right here (off for the probe input of a join,
     /// whose batches stream through the probe without copies anyway).
     Result build(const LogicalNode &node, const std::set<ColumnId> &required, bool prune = true);
+    /// A semi/anti join that hashes its left side (LogicalNode::build_left): a right semi/anti
+    /// hash join probed by the right side, whose output is the left side's columns.
+    Result build_left_join(const LogicalNode &node, const std::set<ColumnId> &required,
+                           const std::set<ColumnId> &left_needed, const std::set<ColumnId> &right_needed);
 
     static std::uint32_t position(const std::vector<ColumnId> &layout, ColumnId id) {
         const auto it = std::find(layout.begin(), layout.end(), id);
@@ -131,6 +137,40 @@ public:
 private:
     const ColumnRegistry &_columns;
 };
+
+Planner::Result Planner::build_left_join(const LogicalNode &node, const std::set<ColumnId> &required,
+                                         const std::set<ColumnId> &left_needed,
+                                         const std::set<ColumnId> &right_needed) {
+    MX_ASSERT(node.join_kind == db::JoinKind::semi || node.join_kind == db::JoinKind::anti,
+              "only semi and anti joins hash their left side");
+    // The left rows are stored in the hash table: only the columns someone reads go in.
+    Result left = build(*node.children[0], left_needed);
+    Result right = build(*node.children[1], right_needed);
+    std::vector<db::ExprPtr> probe_keys;
+    std::vector<db::ExprPtr> build_keys;
+    for (const auto &key : node.right_keys) {
+        probe_keys.push_back(remap(key, right.layout));
+    }
+    for (const auto &key : node.left_keys) {
+        build_keys.push_back(remap(key, left.layout));
+    }
+    std::vector<ColumnId> combined = right.layout;
+    combined.insert(combined.end(), left.layout.begin(), left.layout.end());
+    db::ExprPtr residual = conjunction(node.conjuncts);
+    if (residual != nullptr) {
+        residual = remap(residual, combined);
+    }
+    const db::JoinKind kind =
+        node.join_kind == db::JoinKind::semi ? db::JoinKind::right_semi : db::JoinKind::right_anti;
+    Result result;
+    result.plan = db::plan::hash_join(std::move(right.plan), std::move(left.plan), kind,
+                                      std::move(probe_keys), std::move(build_keys), std::move(residual));
+    result.plan->estimated_rows = node.rows;
+    result.plan->join_strategy = node.strategy;
+    result.plan->bloom_filter = node.bloom_filter;
+    result.layout = left.layout;
+    return pruned(std::move(result), required, node.rows);
+}
 
 Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId> &required, bool prune) {
     Result result;
@@ -243,6 +283,9 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
             for (ColumnId id : columns_of(*conjunct)) {
                 (left_ids.count(id) > 0 ? left_needed : right_needed).insert(id);
             }
+        }
+        if (node.build_left) {
+            return build_left_join(node, required, left_needed, right_needed);
         }
         Result left = build(*node.children[0], left_needed, false);
         Result right = build(*node.children[1], right_needed);

@@ -42,8 +42,15 @@ enum class PlanKind : std::uint8_t {
     window
 };
 /// full_outer: a left outer join that also emits every build row without a partner, with NULLs
-/// on the probe side.
-enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti, full_outer };
+/// on the probe side. right_semi / right_anti: the build rows that have / have no probe row
+/// satisfying keys and residual, build columns only (a semi or anti join with the sides swapped,
+/// so that the smaller side is the one hashed; a build row with a NULL key has no partner).
+enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti, full_outer, right_semi, right_anti };
+
+/// right_semi and right_anti: the output is the build side's.
+[[nodiscard]] constexpr bool outputs_build_only(JoinKind kind) noexcept {
+    return kind == JoinKind::right_semi || kind == JoinKind::right_anti;
+}
 /// Non-partitioned: one shared hash table built by all workers. Radix-partitioned: micro
 /// partitioning into per-partition tables that fit the cache (large builds).
 enum class JoinStrategy : std::uint8_t { automatic, non_partitioned, radix_partitioned };

@@ -94,6 +94,10 @@ struct OptimizerOptions {
     /// Magic sets: an aggregation joined on its group keys (a decorrelated scalar subquery, a
     /// grouped derived table) reads only the rows whose keys the other join side supplies.
     bool magic_sets{true};
+    /// Right semi/anti joins: a semi or anti join whose preserved (outer) side is estimated at
+    /// well under its subquery side hashes the outer side and marks the rows the subquery's
+    /// rows meet, instead of hashing the larger subquery side.
+    bool right_semi_joins{true};
 };
 
 struct DatabaseOptions {

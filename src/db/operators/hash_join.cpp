@@ -116,7 +116,7 @@ void HashJoinBuildNode::prepare(std::uint16_t worker_count, std::uint16_t /*regi
     for (std::uint16_t w = 0; w < worker_count; ++w) {
         build->stores.push_back(
             std::make_unique<join::RowStore>(spec.build_layout.size, 1U << spec.partition_bits));
-        if (spec.kind == JoinKind::full_outer) {
+        if (join::outputs_null_key_build_rows(spec.kind)) {
             build->null_key_stores.push_back(std::make_unique<join::RowStore>(spec.build_layout.size, 1));
         }
     }
@@ -136,8 +136,8 @@ void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::uniqu
             return;
         }
     }
-    // NULL keys never match: such build rows are not in the tables. Only a full outer join
-    // outputs them (unmatched), from a store of their own.
+    // NULL keys never match: such build rows are not in the tables. Only a full outer and a
+    // right anti join output them (unmatched), from a store of their own.
     std::vector<std::uint32_t> rows;
     std::vector<std::uint32_t> null_rows;
     rows.reserve(live);
@@ -149,7 +149,7 @@ void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::uniqu
         }
         if (!null_key) {
             rows.push_back(row);
-        } else if (spec.kind == JoinKind::full_outer) {
+        } else if (join::outputs_null_key_build_rows(spec.kind)) {
             null_rows.push_back(row);
         }
     }
@@ -191,7 +191,7 @@ void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::uniqu
                            layout.columns[slot], layout.null_offset + static_cast<std::uint32_t>(slot),
                            store.strings());
     }
-    if (spec.kind == JoinKind::full_outer) {
+    if (join::marks_build_rows(spec.kind)) {
         for (Row *row : targets) {
             row[spec.matched_offset] = std::byte{0};
         }
@@ -399,7 +399,7 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
         }
     }
     const bool keep_all = spec.kind == JoinKind::inner || spec.kind == JoinKind::left_outer ||
-                          spec.kind == JoinKind::full_outer;
+                          spec.kind == JoinKind::full_outer || outputs_build_only(spec.kind);
     spec.build_slot_of.assign(spec.build_types.size(), -1);
     std::vector<PhysicalType> column_types;
     for (std::uint32_t b = 0; b < spec.build_types.size(); ++b) {
@@ -409,15 +409,15 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
             column_types.push_back(spec.build_types[b].physical());
         }
     }
-    if (spec.kind == JoinKind::full_outer) {
+    if (join::marks_build_rows(spec.kind)) {
         // The matched flag, a slot behind the stored columns.
         column_types.push_back(PhysicalType::u8);
-        // The unmatched build rows are found by scanning the stores after the probe; the radix
+        // The (un)matched build rows are found by scanning the stores after the probe; the radix
         // join probes in its finalize parts, so there would be no phase left to scan in.
         spec.strategy = JoinStrategy::non_partitioned;
     }
     spec.build_layout = join::RowLayout::make(key_types, column_types);
-    if (spec.kind == JoinKind::full_outer) {
+    if (join::marks_build_rows(spec.kind)) {
         spec.matched_offset = spec.build_layout.columns.back().offset;
     }
     std::vector<PhysicalType> probe_column_types;

@@ -45,6 +45,15 @@ struct HashJoinTuning {
 
 namespace join {
 
+/// Joins whose probe marks the build rows it matched (output after the probe from the marks).
+[[nodiscard]] constexpr bool marks_build_rows(JoinKind kind) noexcept {
+    return kind == JoinKind::full_outer || outputs_build_only(kind);
+}
+/// Joins that output the build rows with a NULL key (they have no partner).
+[[nodiscard]] constexpr bool outputs_null_key_build_rows(JoinKind kind) noexcept {
+    return kind == JoinKind::full_outer || kind == JoinKind::right_anti;
+}
+
 /// The hash tables of one run. Laid out by the build node's finalize (one task), filled by the
 /// table node's tasks (each its own partitions), read-only for the probe (which starts after the
 /// table node completed: the dataflow layer's completion orders these phases).
@@ -98,8 +107,8 @@ struct JoinSpec {
     std::vector<std::int32_t> build_slot_of; // build column -> stored slot, -1 = not stored
     RowLayout probe_layout;                  // radix probe rows: every probe column
     std::vector<bool> residual_columns;      // probe ++ build columns the residual reads
-    /// full_outer: byte offset in a build row of its matched flag (0 until a probe row met it
-    /// through keys and residual; set by the probe tasks of any worker, atomically).
+    /// marks_build_rows(kind): byte offset in a build row of its matched flag (0 until a probe row
+    /// met it through keys and residual; set by the probe tasks of any worker, atomically).
     std::uint32_t matched_offset{0};
     unsigned partition_bits{7};
     HashJoinTuning tuning;
@@ -110,8 +119,8 @@ struct JoinSpec {
 struct BuildSide {
     /// One store per worker, written by the build node's consume tasks on that worker only.
     std::vector<std::unique_ptr<RowStore>> stores;
-    /// full_outer: the build rows with a NULL key (they match nothing but are output), one
-    /// store per worker (one partition), written like `stores`.
+    /// outputs_null_key_build_rows(kind): the build rows with a NULL key (they match nothing but
+    /// are output), one store per worker (one partition), written like `stores`.
     std::vector<std::unique_ptr<RowStore>> null_key_stores;
     HashTables tables;
 };
@@ -191,8 +200,9 @@ private:
                               const std::vector<std::uint32_t> *rows) noexcept;
     void probe_rows(dataflow::FlowContext &context, const std::vector<const join::Row *> &rows,
                     Scratch &scratch) noexcept;
-    /// full_outer, finalize part `part`: the build rows no probe row matched, NULL-padded.
-    void emit_unmatched_build(dataflow::FlowContext &context, std::uint32_t part) noexcept;
+    /// marks_build_rows(kind), finalize part `part`: the build rows no probe row matched
+    /// (full outer, NULL-padded; right anti) or those one matched (right semi).
+    void emit_marked_build(dataflow::FlowContext &context, std::uint32_t part) noexcept;
     void emit_build_rows(dataflow::FlowContext &context, const std::vector<const join::Row *> &rows) noexcept;
 
     std::shared_ptr<join::JoinState> _state;

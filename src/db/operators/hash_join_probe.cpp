@@ -85,7 +85,7 @@ bool preserves_probe(JoinKind kind) noexcept {
     return kind == JoinKind::left_outer || kind == JoinKind::full_outer;
 }
 
-/// The matched flag of a full outer join's build row (probe tasks on any worker set it).
+/// The matched flag of a build row (marks_build_rows; probe tasks on any worker set it).
 std::atomic_ref<std::byte> matched_flag(const Row *row, std::uint32_t offset) noexcept {
     return std::atomic_ref<std::byte>(*const_cast<Row *>(row + offset)); // NOLINT: the stores are mutable
 }
@@ -139,8 +139,9 @@ bool HashJoinProbeNode::prepare_candidates(dataflow::FlowContext &context, const
     const std::uint32_t live = batch.count();
     s.candidates.clear();
     s.others.clear();
-    // Inner and semi joins drop the rows without a match: no need to collect them.
-    const bool keep_others = spec.kind != JoinKind::inner && spec.kind != JoinKind::semi;
+    // Inner, semi and right joins drop the probe rows without a match: no need to collect them.
+    const bool keep_others =
+        spec.kind != JoinKind::inner && spec.kind != JoinKind::semi && !outputs_build_only(spec.kind);
     bool nullable = false;
     for (const Vector &key : s.keys) {
         nullable |= key.nulls() != nullptr;
@@ -195,7 +196,7 @@ bool HashJoinProbeNode::prepare_candidates(dataflow::FlowContext &context, const
 void HashJoinProbeNode::emit_without_matches(dataflow::FlowContext &context, std::unique_ptr<Batch> batch,
                                              const std::vector<std::uint32_t> *rows) noexcept {
     const join::JoinSpec &spec = _state->spec;
-    if (spec.kind == JoinKind::inner || spec.kind == JoinKind::semi) {
+    if (spec.kind == JoinKind::inner || spec.kind == JoinKind::semi || outputs_build_only(spec.kind)) {
         return;
     }
     if (rows != nullptr) {
@@ -241,6 +242,10 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
     const std::uint32_t limit = std::max<std::uint32_t>(1, spec.tuning.max_output_rows);
     const auto probe_width = static_cast<std::uint32_t>(spec.probe_types.size());
     const bool first_only = (spec.kind == JoinKind::semi || spec.kind == JoinKind::anti) && !spec.residual;
+    // Right semi/anti without a residual: every matching build row is marked during the chain
+    // walk (all of a key's rows, not only the first), and no probe row is output.
+    const bool right = outputs_build_only(spec.kind);
+    const bool mark_only = right && !spec.residual;
     const bool need_passed = spec.kind != JoinKind::inner;
 
     // Shared from here on: gathered string columns keep the input batch alive.
@@ -287,9 +292,10 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
     };
 
     // Turns the first `count` matches into output (inner, left outer) or into passed marks
-    // (left outer, semi and anti with a residual). False when the query failed.
+    // (left outer, semi and anti with a residual) or build row marks (full outer, right semi
+    // and anti with a residual). False when the query failed.
     const auto flush = [&](std::uint32_t count) {
-        const bool residual_only = spec.kind == JoinKind::semi || spec.kind == JoinKind::anti;
+        const bool residual_only = spec.kind == JoinKind::semi || spec.kind == JoinKind::anti || right;
         std::unique_ptr<Batch> out = gather(count, residual_only);
         if (spec.residual) {
             if (const EvalStatus status = filter(*spec.residual, *out); !status) {
@@ -302,7 +308,7 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
             for (std::uint32_t i = 0; i < survivors; ++i) {
                 s.passed[s.match_row[out->row(i)]] = 1;
             }
-            if (spec.kind == JoinKind::full_outer) {
+            if (join::marks_build_rows(spec.kind)) {
                 for (std::uint32_t i = 0; i < survivors; ++i) {
                     mark_matched(s.match_entry[out->row(i)], spec.matched_offset);
                 }
@@ -350,7 +356,9 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
                     multiple = true;
                 }
                 s.match_count[row] = static_cast<std::uint8_t>(std::min(s.match_count[row] + 1, 2));
-                if (!first_only) {
+                if (mark_only) {
+                    mark_matched(entry, spec.matched_offset);
+                } else if (!first_only) {
                     s.match_row.push_back(row);
                     s.match_entry.push_back(entry);
                 } else {
@@ -373,6 +381,15 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
         }
     }
 
+    if (right) {
+        // The marks are the output (emit_marked_build, after every probe task).
+        while (!s.match_row.empty() && !context.cancelled()) {
+            if (!flush(static_cast<std::uint32_t>(std::min<std::size_t>(s.match_row.size(), limit)))) {
+                return;
+            }
+        }
+        return;
+    }
     const std::uint32_t live = input->count();
     if (first_only) {
         std::vector<std::uint32_t> &selected = s.candidates; // reused: no longer needed
@@ -538,7 +555,7 @@ void HashJoinProbeNode::materialize(dataflow::FlowContext &context, std::unique_
 }
 
 std::uint32_t HashJoinProbeNode::finalize_parts(std::uint16_t worker_count) const noexcept {
-    if (!radix_mode() && _state->spec.kind != JoinKind::full_outer) {
+    if (!radix_mode() && !join::marks_build_rows(_state->spec.kind)) {
         return 0;
     }
     return std::min<std::uint32_t>(1U << _state->spec.partition_bits, std::uint32_t{worker_count} * 4U);
@@ -546,9 +563,10 @@ std::uint32_t HashJoinProbeNode::finalize_parts(std::uint16_t worker_count) cons
 
 void HashJoinProbeNode::finalize_part(dataflow::FlowContext &context, std::uint32_t part) noexcept {
     const join::JoinSpec &spec = _state->spec;
-    if (spec.kind == JoinKind::full_outer) {
-        MX_ASSERT(!radix_mode(), "a full outer join probes its one table while the batches stream in");
-        emit_unmatched_build(context, part);
+    if (join::marks_build_rows(spec.kind)) {
+        MX_ASSERT(!radix_mode(),
+                  "a join that marks build rows probes its one table while the batches stream in");
+        emit_marked_build(context, part);
         return;
     }
     const join::HashTables &tables = _state->build->tables;
@@ -634,9 +652,9 @@ void HashJoinProbeNode::probe_rows(dataflow::FlowContext &context, const std::ve
 }
 
 // ---------------------------------------------------------------------------------------------
-// Full outer join: the build rows without a partner, after every probe task.
+// Full outer and right semi/anti joins: the build rows by their marks, after every probe task.
 
-void HashJoinProbeNode::emit_unmatched_build(dataflow::FlowContext &context, std::uint32_t part) noexcept {
+void HashJoinProbeNode::emit_marked_build(dataflow::FlowContext &context, std::uint32_t part) noexcept {
     const join::JoinSpec &spec = _state->spec;
     const join::BuildSide &build = *_state->build;
     const std::uint32_t partitions = 1U << spec.partition_bits;
@@ -652,11 +670,13 @@ void HashJoinProbeNode::emit_unmatched_build(dataflow::FlowContext &context, std
     const std::uint32_t limit = std::max<std::uint32_t>(1, spec.tuning.max_output_rows);
     std::vector<const Row *> chunk;
     CancelPoll poll(context);
-    const auto visit = [&](const Row *row, bool unmatched) {
+    // Right semi outputs the matched rows, full outer and right anti the others.
+    const auto wanted = spec.kind == JoinKind::right_semi ? std::byte{1} : std::byte{0};
+    const auto visit = [&](const Row *row, bool output) {
         if (poll()) {
             return;
         }
-        if (unmatched) {
+        if (output) {
             chunk.push_back(row);
         }
         if (chunk.size() == limit) {
@@ -668,8 +688,8 @@ void HashJoinProbeNode::emit_unmatched_build(dataflow::FlowContext &context, std
         for (std::uint32_t p = bounds[part]; p < bounds[part + 1] && !poll.stopped(); ++p) {
             for (const auto &store : build.stores) {
                 store->for_each(p, [&](const Row *row) {
-                    visit(row, matched_flag(row, spec.matched_offset).load(std::memory_order_relaxed) ==
-                                   std::byte{0});
+                    visit(row,
+                          matched_flag(row, spec.matched_offset).load(std::memory_order_relaxed) == wanted);
                 });
             }
         }
@@ -690,8 +710,10 @@ void HashJoinProbeNode::emit_build_rows(dataflow::FlowContext &context,
     const auto count = static_cast<std::uint32_t>(rows.size());
     auto batch = std::make_unique<Batch>();
     batch->rows = count;
-    for (const Type &type : spec.probe_types) {
-        batch->columns.push_back(join::null_vector(type, count));
+    if (!outputs_build_only(spec.kind)) {
+        for (const Type &type : spec.probe_types) {
+            batch->columns.push_back(join::null_vector(type, count));
+        }
     }
     for (std::uint32_t b = 0; b < spec.build_types.size(); ++b) {
         const auto slot = static_cast<std::size_t>(spec.build_slot_of[b]);

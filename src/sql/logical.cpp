@@ -49,6 +49,14 @@ LogicalPtr make_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right,
     return node;
 }
 
+LogicalPtr make_mark_join(LogicalPtr left, LogicalPtr right, std::vector<db::ExprPtr> conjuncts,
+                          ColumnId mark) {
+    LogicalPtr node = make_join(db::JoinKind::mark, std::move(left), std::move(right), std::move(conjuncts));
+    node->mark = mark;
+    node->output.push_back(mark);
+    return node;
+}
+
 LogicalPtr make_aggregate(LogicalPtr child, std::vector<db::ExprPtr> groups, std::vector<ColumnId> group_ids,
                           std::vector<LogicalAggregate> aggregates) {
     auto node = std::make_unique<LogicalNode>();

@@ -121,6 +121,8 @@ struct LogicalNode {
     std::vector<db::ExprPtr> left_keys;
     std::vector<db::ExprPtr> right_keys;
     db::JoinStrategy strategy{db::JoinStrategy::automatic};
+    /// mark join: the BOOLEAN column it appends (output = the left's columns, then this).
+    ColumnId mark{0};
     bool bloom_filter{true};
     bool optimized{false};
 
@@ -153,6 +155,9 @@ struct LogicalNode {
                                       std::vector<ColumnId> output);
 [[nodiscard]] LogicalPtr make_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right,
                                    std::vector<db::ExprPtr> conjuncts);
+/// A mark join: every left row, plus `mark` (whether some right row satisfies `conjuncts`).
+[[nodiscard]] LogicalPtr make_mark_join(LogicalPtr left, LogicalPtr right, std::vector<db::ExprPtr> conjuncts,
+                                        ColumnId mark);
 [[nodiscard]] LogicalPtr make_aggregate(LogicalPtr child, std::vector<db::ExprPtr> groups,
                                         std::vector<ColumnId> group_ids,
                                         std::vector<LogicalAggregate> aggregates);

@@ -149,6 +149,7 @@ LogicalPtr clone(const LogicalNode &node) {
     copy->left_keys = node.left_keys;
     copy->right_keys = node.right_keys;
     copy->strategy = node.strategy;
+    copy->mark = node.mark;
     copy->bloom_filter = node.bloom_filter;
     copy->optimized = node.optimized;
     copy->groups = node.groups;
@@ -437,7 +438,8 @@ LogicalPtr Optimizer::rewrite(LogicalPtr node) {
     case LogicalKind::filter:
         return rewrite_region(std::move(node));
     case LogicalKind::join:
-        if (node->join_kind == db::JoinKind::left_outer) {
+        if (node->join_kind == db::JoinKind::left_outer || node->join_kind == db::JoinKind::mark) {
+            // A mark join preserves its left side like a left outer join.
             return rewrite_outer_join(std::move(node));
         }
         if (node->join_kind == db::JoinKind::full_outer) {
@@ -1192,6 +1194,10 @@ void Optimizer::estimate(LogicalNode &node) {
             break;
         case db::JoinKind::left_outer:
             node.rows = std::max(left, inner);
+            break;
+        case db::JoinKind::mark:
+            node.rows = left;
+            _columns[node.mark].distinct = 2.0;
             break;
         case db::JoinKind::full_outer:
             node.rows = std::max({left, right, inner});

@@ -42,8 +42,10 @@ enum class PlanKind : std::uint8_t {
     window
 };
 /// full_outer: a left outer join that also emits every build row without a partner, with NULLs
-/// on the probe side.
-enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti, full_outer };
+/// on the probe side. mark: every probe row once, plus a BOOLEAN column (never NULL) that says
+/// whether some build row satisfies keys and residual (EXISTS as a value; the SQL front end
+/// derives IN, ANY and ALL with their NULL semantics from such marks).
+enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti, full_outer, mark };
 /// Non-partitioned: one shared hash table built by all workers. Radix-partitioned: micro
 /// partitioning into per-partition tables that fit the cache (large builds).
 enum class JoinStrategy : std::uint8_t { automatic, non_partitioned, radix_partitioned };
@@ -215,7 +217,7 @@ namespace plan {
 } // namespace plan
 
 /// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
-/// "anti", "full outer"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct",
+/// "anti", "full outer", "mark"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct",
 /// "sum_distinct", "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop",
 /// "quantile_cont", "string_agg".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;

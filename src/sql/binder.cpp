@@ -436,9 +436,9 @@ bool Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &bl
         block.semi_joins.push_back(std::move(join));
         return true;
     }
-    // x [NOT] IN (SELECT y ...), (x1, x2) [NOT] IN (SELECT y1, y2 ...); other operators are
-    // bound as values (bind_quantified).
-    if (list_field(sublink, "operName").size() > 1) {
+    // x [NOT] IN (SELECT y ...), (x1, x2) [NOT] IN (SELECT y1, y2 ...); other operators and
+    // one-row aggregates (x = v) are bound as values (bind_quantified).
+    if (list_field(sublink, "operName").size() > 1 || single_row_aggregate(node_body(subselect))) {
         return false;
     }
     for (const Json *name : list_field(sublink, "operName")) {

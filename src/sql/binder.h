@@ -242,6 +242,11 @@ private:
     Bound bind_type_cast(const Json &body, Context &context);
     Bound bind_case(const Json &body, Context &context);
     Bound bind_sublink(const Json &body, Context &context);
+    /// A scalar subquery (SubLink body) as a value: a one-row relation, or a grouped aggregation
+    /// joined on the correlation keys.
+    Bound bind_scalar_subquery(const Json &body, Context &context);
+    /// SELECT agg(...) without GROUP BY, HAVING, LIMIT: exactly one row.
+    bool single_row_aggregate(const Json &select);
     /// x op ANY/ALL (SELECT ...), x IN (SELECT ...) and (x, y) IN (SELECT a, b ...) as a value.
     Bound bind_quantified(const Json &body, bool all, Context &context);
     /// Adds a mark join of `right` on `conjuncts` to the block (above the aggregation when the

@@ -1347,6 +1347,15 @@ Bound Binder::bind_quantified(const Json &body, bool all, Context &context) {
             outer_nullable = outer_nullable || _columns[id].nullable;
         }
     }
+    if (outer.size() == 1 && single_row_aggregate(node_body(subselect))) {
+        // An aggregate without GROUP BY has exactly one row v: x op ANY {v} and x op ALL {v}
+        // are both x op v (a scalar subquery, correlated or not).
+        Bound value = bind_scalar_subquery(body, context);
+        Bound result;
+        result.location = location;
+        result.expr = compare(found->second, outer.front(), value, location);
+        return result;
+    }
     const auto bind_subquery = [&] {
         BoundQuery bound = bind_select(node_body(subselect), context.scope, Correlation::semi_join);
         if (bound.names.size() != outer.size()) {
@@ -1474,7 +1483,6 @@ Bound Binder::bind_sublink(const Json &body, Context &context) {
     if (context.block == nullptr) {
         fail(std::string("subqueries are not allowed in ") + context.clause, location);
     }
-    Block &block = *context.block;
     const Json &subselect = field(body, "subselect");
     if (type == "EXISTS_SUBLINK") {
         BoundQuery bound = bind_select(node_body(subselect), context.scope, Correlation::semi_join, true);
@@ -1487,6 +1495,26 @@ Bound Binder::bind_sublink(const Json &body, Context &context) {
     if (type != "EXPR_SUBLINK") {
         return bind_quantified(body, type == "ALL_SUBLINK", context);
     }
+    return bind_scalar_subquery(body, context);
+}
+
+bool Binder::single_row_aggregate(const Json &select) {
+    const std::string op = string_field(select, "op");
+    const auto targets = list_field(select, "targetList");
+    if ((!op.empty() && op != "SETOP_NONE") || field(select, "valuesLists").is_array() ||
+        targets.size() != 1 || !list_field(select, "groupClause").empty() ||
+        !field(select, "havingClause").is_null() || !field(select, "limitCount").is_null() ||
+        !field(select, "limitOffset").is_null()) {
+        return false;
+    }
+    const Json &value = field(node_body(*targets.front()), "val");
+    return contains_aggregate(value, 0) && !contains_window(value, 0);
+}
+
+Bound Binder::bind_scalar_subquery(const Json &body, Context &context) {
+    const std::int64_t location = int_field(body, "location", -1);
+    Block &block = *context.block;
+    const Json &subselect = field(body, "subselect");
     BoundQuery bound = bind_select(node_body(subselect), context.scope, Correlation::group_by_key);
     const std::size_t keys = bound.inner_keys.size();
     if (bound.plan->output.size() != keys + 1) {

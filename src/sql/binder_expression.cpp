@@ -1433,33 +1433,67 @@ Bound Binder::bind_quantified(const Json &body, bool all, Context &context) {
         conjuncts.push_back(compare(compare_op, outer[i], inner_bound(bound.plan->output[i]), location));
     }
     conjuncts.insert(conjuncts.end(), bound.correlated.begin(), bound.correlated.end());
+    const bool correlated = !bound.correlated.empty();
     db::ExprPtr matched = add_mark(context, std::move(bound.plan), std::move(conjuncts));
     db::ExprPtr unknown;
     // No row compares true: NULL when the subquery has a NULL (in any column: DuckDB's null-aware
     // mark join, so a row can compare NULL where PostgreSQL finds a column pair that is false),
     // or when x has one and the subquery has rows.
-    std::vector<db::ExprPtr> parts;
-    if (inner_nullable) {
-        BoundQuery copy = bind_subquery();
-        std::vector<db::ExprPtr> null_rows;
-        for (std::size_t i = 0; i < outer.size(); ++i) {
-            null_rows.push_back(db::expr::is_null(_columns.ref(copy.plan->output[i])));
-        }
-        std::vector<db::ExprPtr> null_row = copy.correlated;
-        null_row.push_back(null_rows.size() == 1 ? null_rows.front()
-                                                 : db::expr::logical_or(std::move(null_rows)));
-        parts.push_back(add_mark(context, std::move(copy.plan), std::move(null_row)));
-    }
+    db::ExprPtr outer_null;
     if (outer_nullable) {
-        BoundQuery copy = bind_subquery();
-        db::ExprPtr any_row = add_mark(context, std::move(copy.plan), std::move(copy.correlated));
-        std::vector<db::ExprPtr> null_outer;
+        std::vector<db::ExprPtr> nulls;
         for (const Bound &item : outer) {
-            null_outer.push_back(db::expr::is_null(item.expr));
+            nulls.push_back(db::expr::is_null(item.expr));
         }
-        parts.push_back(db::expr::logical_and(
-            null_outer.size() == 1 ? null_outer.front() : db::expr::logical_or(std::move(null_outer)),
-            any_row));
+        outer_null = nulls.size() == 1 ? nulls.front() : db::expr::logical_or(std::move(nulls));
+    }
+    std::vector<db::ExprPtr> parts;
+    if ((inner_nullable || outer_nullable) && !correlated) {
+        // Uncorrelated: one row of counts (rows, rows without NULLs) answers both questions for
+        // every outer row.
+        BoundQuery copy = bind_subquery();
+        db::ExprPtr complete = _columns.ref(copy.plan->output.front());
+        if (outer.size() > 1) {
+            std::vector<db::ExprPtr> present;
+            for (std::size_t i = 0; i < outer.size(); ++i) {
+                present.push_back(db::expr::is_null(_columns.ref(copy.plan->output[i]), true));
+            }
+            complete = db::expr::case_when(
+                {{db::expr::logical_and(std::move(present)), db::expr::constant(db::Value::integer(1))}},
+                db::expr::null(db::Type::integer()));
+        }
+        const ColumnId rows = _columns.add("in_rows", db::Type::bigint(), false);
+        const ColumnId complete_rows = _columns.add("in_rows_without_nulls", db::Type::bigint(), false);
+        std::vector<LogicalAggregate> aggregates{
+            LogicalAggregate{db::AggregateFunction::count_star, nullptr, rows},
+            LogicalAggregate{db::AggregateFunction::count, std::move(complete), complete_rows}};
+        (context.after_aggregate ? context.block->post_aggregate_leaves : context.block->leaves)
+            .push_back(make_aggregate(std::move(copy.plan), {}, {}, std::move(aggregates)));
+        if (inner_nullable) {
+            parts.push_back(db::expr::greater(_columns.ref(rows), _columns.ref(complete_rows)));
+        }
+        if (outer_nullable) {
+            parts.push_back(db::expr::logical_and(
+                outer_null, db::expr::greater(_columns.ref(rows), db::expr::constant(db::Value::bigint(0)))));
+        }
+    } else {
+        // Correlated: marks over copies of the subquery, per outer row's correlation values.
+        if (inner_nullable) {
+            BoundQuery copy = bind_subquery();
+            std::vector<db::ExprPtr> null_rows;
+            for (std::size_t i = 0; i < outer.size(); ++i) {
+                null_rows.push_back(db::expr::is_null(_columns.ref(copy.plan->output[i])));
+            }
+            std::vector<db::ExprPtr> null_row = copy.correlated;
+            null_row.push_back(null_rows.size() == 1 ? null_rows.front()
+                                                     : db::expr::logical_or(std::move(null_rows)));
+            parts.push_back(add_mark(context, std::move(copy.plan), std::move(null_row)));
+        }
+        if (outer_nullable) {
+            BoundQuery copy = bind_subquery();
+            db::ExprPtr any_row = add_mark(context, std::move(copy.plan), std::move(copy.correlated));
+            parts.push_back(db::expr::logical_and(outer_null, any_row));
+        }
     }
     if (!parts.empty()) {
         unknown = parts.size() == 1 ? parts.front() : db::expr::logical_or(std::move(parts));

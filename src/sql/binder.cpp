@@ -446,9 +446,12 @@ bool Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &bl
             return false;
         }
     }
+    // Subqueries inside x go to a scratch block until this form is taken (else the general
+    // form binds x again).
+    Block scratch;
     Context context;
     context.scope = &block.scope;
-    context.block = &block;
+    context.block = &scratch;
     context.clause = "WHERE";
     const Json &test = field(sublink, "testexpr");
     std::vector<const Json *> tests{&test};
@@ -484,6 +487,14 @@ bool Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &bl
         // joins answer the rest.
         return false;
     }
+    for (auto &leaf : scratch.leaves) {
+        block.leaves.push_back(std::move(leaf));
+    }
+    for (auto &join : scratch.outer_leaves) {
+        block.outer_leaves.push_back(std::move(join));
+    }
+    block.where_conjuncts.insert(block.where_conjuncts.end(), scratch.where_conjuncts.begin(),
+                                 scratch.where_conjuncts.end());
     SemiJoin join;
     join.kind = negated ? db::JoinKind::anti : db::JoinKind::semi;
     for (std::size_t i = 0; i < outer.size(); ++i) {

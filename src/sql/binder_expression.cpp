@@ -1225,6 +1225,18 @@ db::ExprPtr three_valued(db::ExprPtr matched, db::ExprPtr unknown) {
 } // namespace
 
 db::ExprPtr Binder::add_mark(Context &context, LogicalPtr right, std::vector<db::ExprPtr> conjuncts) {
+    // The mark join sits inside this block: it cannot read the enclosing query's columns, which
+    // only a correlation conjunct of the block's WHERE carries out of it.
+    const auto &outer = context.scope->outer_references;
+    for (const auto &conjunct : conjuncts) {
+        for (const ColumnId id : columns_of(*conjunct)) {
+            if (std::find(outer.begin(), outer.end(), id) != outer.end()) {
+                fail("a subquery compared with a column of an enclosing query (\"" + _columns[id].name +
+                         "\") is not supported inside another subquery",
+                     -1);
+            }
+        }
+    }
     const ColumnId mark = _columns.add("mark", db::Type::boolean(), false);
     SemiJoin join{db::JoinKind::mark, std::move(right), std::move(conjuncts), mark};
     (context.after_aggregate ? context.block->post_aggregate_joins : context.block->outer_leaves)

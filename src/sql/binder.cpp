@@ -968,6 +968,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
             tree = make_filter(std::move(tree), std::move(having_conjuncts));
         }
         result.single_row = state.groups.empty() && having.is_null();
+        result.one_row_per_key = state.groups.size() == inner_keys.size();
     } else {
         result.single_row = !has_from && where.is_null();
     }

@@ -82,6 +82,8 @@ struct BoundQuery {
     /// group_by_key without GROUP BY and HAVING: the value of the select expression over no rows
     /// (count() 0, other aggregates NULL), for outer rows whose key has no group.
     db::ExprPtr empty_value;
+    /// group_by_key: GROUP BY names no column besides the correlation keys (one row per key).
+    bool one_row_per_key{false};
 };
 
 /// Where a bound expression stands, for typing rules that look at the SQL text (DuckDB lets a

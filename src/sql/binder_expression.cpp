@@ -1584,9 +1584,9 @@ Bound Binder::bind_scalar_subquery(const Json &body, Context &context) {
     if (!contains_aggregate(node_body(subselect), 0)) {
         fail("correlated scalar subqueries must compute an aggregate", location);
     }
-    if (!list_field(node_body(subselect), "groupClause").empty()) {
+    if (!bound.one_row_per_key) {
         // Several rows per correlation value would be an error, which TunaDB does not check.
-        fail("correlated scalar subqueries with GROUP BY are not supported", location);
+        fail("correlated scalar subqueries may GROUP BY only their correlation columns", location);
     }
     std::vector<db::ExprPtr> condition;
     for (std::size_t i = 0; i < keys; ++i) {

@@ -633,6 +633,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
     if (tree == nullptr) {
         tree = one_row_relation();
     }
+    block.scope.relation = tree.get();
 
     // WHERE: subquery conjuncts become semi/anti joins, scalar subqueries joined relations.
     const Json &where = field(select, "whereClause");
@@ -652,32 +653,32 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
             fail("correlated subqueries are not supported here", -1);
         }
         std::vector<db::ExprPtr> local;
+        std::vector<db::ExprPtr> correlated;
         for (auto &conjunct : block.where_conjuncts) {
             const auto ids = columns_of(*conjunct);
-            const bool correlated =
+            const bool reads_outer =
                 std::any_of(ids.begin(), ids.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
-            if (!correlated) {
-                local.push_back(std::move(conjunct));
-                continue;
-            }
-            if (correlation == Correlation::semi_join) {
-                result.correlated.push_back(std::move(conjunct));
-                continue;
-            }
-            // group_by_key: inner = outer equalities only.
+            (reads_outer ? correlated : local).push_back(std::move(conjunct));
+        }
+        if (correlation == Correlation::semi_join) {
+            result.correlated = std::move(correlated);
+            correlated.clear();
+        }
+        // group_by_key: inner = outer equalities become the keys directly.
+        auto all_outer = [&](const std::vector<ColumnId> &set) {
+            return !set.empty() &&
+                   std::all_of(set.begin(), set.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
+        };
+        auto none_outer = [&](const std::vector<ColumnId> &set) {
+            return std::none_of(set.begin(), set.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
+        };
+        bool equalities = true;
+        for (const auto &conjunct : correlated) {
             bool ok =
                 conjunct->kind() == db::ExprKind::compare && conjunct->compare_op() == db::CompareOp::equal;
             if (ok) {
                 const auto left = columns_of(conjunct->child(0));
                 const auto right = columns_of(conjunct->child(1));
-                auto all_outer = [&](const std::vector<ColumnId> &set) {
-                    return !set.empty() && std::all_of(set.begin(), set.end(),
-                                                       [&](ColumnId id) { return outer_ids.count(id) > 0; });
-                };
-                auto none_outer = [&](const std::vector<ColumnId> &set) {
-                    return std::none_of(set.begin(), set.end(),
-                                        [&](ColumnId id) { return outer_ids.count(id) > 0; });
-                };
                 if (all_outer(left) && none_outer(right) && !right.empty()) {
                     result.outer_keys.push_back(conjunct->children()[0]);
                     inner_keys.push_back(conjunct->children()[1]);
@@ -688,11 +689,44 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
                     ok = false;
                 }
             }
-            if (!ok) {
-                fail("correlated scalar subqueries are supported only with equality conditions between an "
-                     "inner and an outer column: " +
-                         db::to_string(*conjunct),
-                     -1);
+            equalities = equalities && ok;
+        }
+        if (!equalities) {
+            // Other conditions: the subquery is computed for every distinct value of the outer
+            // columns it reads (a DISTINCT over a copy of the enclosing block's FROM), joined
+            // to its rows on the conditions, grouped by those values; the enclosing block then
+            // joins it on them (Neumann and Kemper's dependent join).
+            if (outer == nullptr || outer->relation == nullptr) {
+                fail("correlated subqueries are not supported here", -1);
+            }
+            result.outer_keys.clear();
+            inner_keys.clear();
+            std::vector<db::ExprPtr> groups;
+            std::vector<ColumnId> group_ids;
+            std::map<ColumnId, ColumnId> to_distinct;
+            for (const ColumnId id : outer_ids) {
+                groups.push_back(_columns.ref(id));
+                group_ids.push_back(_columns.add(_columns[id].name, _columns[id].type, true));
+                to_distinct[id] = group_ids.back();
+                result.outer_keys.push_back(_columns.ref(id));
+                inner_keys.push_back(_columns.ref(group_ids.back()));
+            }
+            // A NULL outer value can have rows (u.c < t.c OR u.b = t.a), so the keys compare
+            // NULL-safe, and a constant key tells the enclosing block's outer join which rows met a
+            // group.
+            const ColumnId present = _columns.add("present", db::Type::boolean(), true);
+            groups.push_back(db::expr::constant(db::Value::boolean(true)));
+            group_ids.push_back(present);
+            result.outer_keys.push_back(db::expr::constant(db::Value::boolean(true)));
+            inner_keys.push_back(_columns.ref(present));
+            result.null_safe_keys = true;
+            block.leaves.push_back(
+                make_aggregate(clone_plan(*outer->relation), std::move(groups), group_ids, {}));
+            for (const auto &conjunct : correlated) {
+                local.push_back(db::expr::remap_columns(conjunct, [&](std::uint32_t id) {
+                    const auto it = to_distinct.find(id);
+                    return it == to_distinct.end() ? id : it->second;
+                }));
             }
         }
         block.where_conjuncts = std::move(local);

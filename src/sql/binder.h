@@ -58,6 +58,9 @@ struct Scope {
     std::vector<ColumnId> outer_references;
     /// Where outer references may appear (only WHERE, whose conjuncts can be decorrelated).
     bool outer_allowed{false};
+    /// The block's FROM relation (a correlated subquery with conditions other than equalities
+    /// copies it); it stays alive while the block is bound.
+    const LogicalNode *relation{nullptr};
     /// Set while binding the CTE of that name (a CTE cannot refer to itself).
     std::vector<std::string> binding_ctes;
 };
@@ -82,6 +85,9 @@ struct BoundQuery {
     /// group_by_key without GROUP BY and HAVING: the value of the select expression over no rows
     /// (count() 0, other aggregates NULL), for outer rows whose key has no group.
     db::ExprPtr empty_value;
+    /// group_by_key: the keys compare NULL-safe (NULL meets NULL) and the last key is a constant
+    /// TRUE, NULL where the enclosing block's outer join found no group.
+    bool null_safe_keys{false};
     /// group_by_key: GROUP BY names no column besides the correlation keys (one row per key).
     bool one_row_per_key{false};
 };

@@ -1590,8 +1590,22 @@ Bound Binder::bind_scalar_subquery(const Json &body, Context &context) {
     }
     std::vector<db::ExprPtr> condition;
     for (std::size_t i = 0; i < keys; ++i) {
+        const db::ExprPtr outer_key = bound.outer_keys[i];
+        const db::ExprPtr inner_key = _columns.ref(bound.inner_keys[i]);
         try {
-            condition.push_back(db::expr::equal(bound.outer_keys[i], _columns.ref(bound.inner_keys[i])));
+            if (bound.null_safe_keys && outer_key->kind() != db::ExprKind::constant) {
+                // NULL-safe and still hash keys: coalesce(x, zero) = coalesce(y, zero) AND
+                // (x IS NULL) = (y IS NULL).
+                db::Value zero = db::Value::null_of(outer_key->type());
+                zero.null = false;
+                condition.push_back(
+                    db::expr::equal(db::expr::coalesce({outer_key, db::expr::constant(zero)}),
+                                    db::expr::coalesce({inner_key, db::expr::constant(zero)})));
+                condition.push_back(
+                    db::expr::equal(db::expr::is_null(outer_key), db::expr::is_null(inner_key)));
+            } else {
+                condition.push_back(db::expr::equal(outer_key, inner_key));
+            }
         } catch (const db::TypeError &error) {
             fail(error.what(), location);
         }
@@ -1613,7 +1627,7 @@ Bound Binder::bind_scalar_subquery(const Json &body, Context &context) {
     for (ColumnId id : bound.plan->output) {
         _columns[id].nullable = true;
     }
-    const ColumnId key = bound.inner_keys.front();
+    const ColumnId key = bound.null_safe_keys ? bound.inner_keys.back() : bound.inner_keys.front();
     (context.after_aggregate ? block.post_aggregate_joins : block.outer_leaves)
         .push_back(SemiJoin{db::JoinKind::left_outer, std::move(bound.plan),
                             correlate(std::move(condition), context, location), 0});

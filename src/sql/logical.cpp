@@ -57,6 +57,37 @@ LogicalPtr make_mark_join(LogicalPtr left, LogicalPtr right, std::vector<db::Exp
     return node;
 }
 
+LogicalPtr clone_plan(const LogicalNode &node) {
+    auto copy = std::make_unique<LogicalNode>();
+    copy->kind = node.kind;
+    for (const auto &child : node.children) {
+        copy->children.push_back(clone_plan(*child));
+    }
+    copy->output = node.output;
+    copy->table = node.table;
+    copy->table_columns = node.table_columns;
+    copy->alias = node.alias;
+    copy->conjuncts = node.conjuncts;
+    copy->expressions = node.expressions;
+    copy->join_kind = node.join_kind;
+    copy->left_keys = node.left_keys;
+    copy->right_keys = node.right_keys;
+    copy->strategy = node.strategy;
+    copy->mark = node.mark;
+    copy->bloom_filter = node.bloom_filter;
+    copy->optimized = node.optimized;
+    copy->groups = node.groups;
+    copy->aggregates = node.aggregates;
+    copy->sort_keys = node.sort_keys;
+    copy->partition = node.partition;
+    copy->windows = node.windows;
+    copy->limit = node.limit;
+    copy->offset = node.offset;
+    copy->rows = node.rows;
+    copy->prefetch_whole = node.prefetch_whole;
+    return copy;
+}
+
 LogicalPtr make_aggregate(LogicalPtr child, std::vector<db::ExprPtr> groups, std::vector<ColumnId> group_ids,
                           std::vector<LogicalAggregate> aggregates) {
     auto node = std::make_unique<LogicalNode>();

@@ -170,6 +170,9 @@ struct LogicalNode {
 [[nodiscard]] LogicalPtr make_limit(LogicalPtr child, std::optional<std::uint64_t> limit,
                                     std::uint64_t offset);
 
+/// A deep copy of a plan (same column ids: a copy is only put where the original's columns are
+/// not visible, as a magic set or a decorrelation's copy of the outer relation).
+[[nodiscard]] LogicalPtr clone_plan(const LogicalNode &node);
 /// The ColumnIds an expression references (without repetitions, ascending).
 [[nodiscard]] std::vector<ColumnId> columns_of(const db::Expr &expression);
 /// Splits nested ANDs into their operands.

@@ -4,8 +4,9 @@
 // table and column names (scopes, aliases, CTEs, correlation with the enclosing query), types
 // every expression with the engine's factories (DuckDB's rules), and rewrites subqueries:
 //   - uncorrelated scalar subqueries become one-row relations joined to the query,
-//   - correlated scalar subqueries (aggregates compared in WHERE) become aggregations grouped
-//     by the correlation columns, joined on them,
+//   - correlated scalar subqueries become aggregations grouped by the correlation columns
+//     (inner = outer equalities) or by the distinct values of the outer columns they read
+//     (other conditions: a dependent join), joined on them,
 //   - [NOT] EXISTS and [NOT] IN subqueries that are WHERE conjuncts become semi and anti joins,
 //   - EXISTS, IN and x op ANY/ALL elsewhere (under OR, in CASE, SELECT, HAVING) become mark
 //     joins: a BOOLEAN column per subquery, combined into SQL's three-valued answer; ANY/ALL

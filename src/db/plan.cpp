@@ -191,6 +191,9 @@ PlanPtr hash_join(PlanPtr probe, PlanPtr build, JoinKind kind, std::vector<ExprP
             node->output.push_back(std::move(column));
         }
     }
+    if (kind == JoinKind::mark) {
+        node->output.push_back(OutputColumn{"mark", Type::boolean(), false});
+    }
     if (residual != nullptr) {
         std::vector<OutputColumn> both = probe->output;
         both.insert(both.end(), build->output.begin(), build->output.end());
@@ -534,6 +537,8 @@ const char *join_kind_name(JoinKind kind) noexcept {
         return "anti";
     case JoinKind::full_outer:
         return "full outer";
+    case JoinKind::mark:
+        return "mark";
     case JoinKind::right_semi:
         return "right semi";
     case JoinKind::right_anti:

@@ -55,12 +55,21 @@ LogicalPtr Binder::join_and_filter(LogicalPtr tree, Block &block) {
     for (auto &semi : block.semi_joins) {
         tree = make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
     }
-    for (auto &outer : block.outer_leaves) {
-        tree = make_join(outer.kind, std::move(tree), std::move(outer.right), std::move(outer.conjuncts));
-    }
+    tree = apply_joins(std::move(tree), block.outer_leaves);
     if (!block.where_conjuncts.empty()) {
         tree = make_filter(std::move(tree), std::move(block.where_conjuncts));
     }
+    return tree;
+}
+
+LogicalPtr Binder::apply_joins(LogicalPtr tree, std::vector<SemiJoin> &joins) {
+    for (auto &join : joins) {
+        tree =
+            join.kind == db::JoinKind::mark
+                ? make_mark_join(std::move(tree), std::move(join.right), std::move(join.conjuncts), join.mark)
+                : make_join(join.kind, std::move(tree), std::move(join.right), std::move(join.conjuncts));
+    }
+    joins.clear();
     return tree;
 }
 
@@ -414,7 +423,7 @@ LogicalPtr Binder::bind_join(const Json &body, Block &block) {
     return make_project(std::move(join), std::move(expressions), std::move(ids));
 }
 
-void Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &block) {
+bool Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &block) {
     const std::string type = string_field(sublink, "subLinkType");
     const std::int64_t location = int_field(sublink, "location", -1);
     const Json &subselect = field(sublink, "subselect");
@@ -425,58 +434,83 @@ void Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &bl
         join.right = std::move(bound.plan);
         join.conjuncts = std::move(bound.correlated);
         block.semi_joins.push_back(std::move(join));
-        return;
+        return true;
     }
-    // x [NOT] IN (SELECT y ...)
-    if (!string_field(sublink, "operName").empty() || list_field(sublink, "operName").size() > 1) {
-        fail("only IN subqueries are supported (not ANY/ALL with an operator)", location);
+    // x [NOT] IN (SELECT y ...), (x1, x2) [NOT] IN (SELECT y1, y2 ...); other operators and
+    // one-row aggregates (x = v) are bound as values (bind_quantified).
+    if (list_field(sublink, "operName").size() > 1 || single_row_aggregate(node_body(subselect))) {
+        return false;
     }
     for (const Json *name : list_field(sublink, "operName")) {
         if (string_value(*name) != "=") {
-            fail("only IN subqueries are supported (not ANY/ALL with an operator)", location);
+            return false;
         }
     }
+    // Subqueries inside x go to a scratch block until this form is taken (else the general
+    // form binds x again).
+    Block scratch;
     Context context;
     context.scope = &block.scope;
-    context.block = &block;
+    context.block = &scratch;
     context.clause = "WHERE";
     const Json &test = field(sublink, "testexpr");
+    std::vector<const Json *> tests{&test};
     if (node_name(test) == "RowExpr") {
-        fail("IN with several columns is not supported", location);
+        tests = list_field(node_body(test), "args");
     }
-    Bound outer = bind(test, context);
-    if (outer.interval.has_value()) {
-        fail("an interval cannot be compared", outer.location);
+    std::vector<Bound> outer;
+    for (const Json *item : tests) {
+        outer.push_back(bind(*item, context));
+        if (outer.back().interval.has_value()) {
+            fail("an interval cannot be compared", outer.back().location);
+        }
     }
     BoundQuery bound = bind_select(node_body(subselect), &block.scope, Correlation::semi_join);
-    if (!bound.correlated.empty()) {
-        fail("correlated IN subqueries are not supported (write them with EXISTS)", location);
+    if (bound.names.size() != outer.size()) {
+        fail(bound.names.size() > outer.size() ? "subquery has too many columns"
+                                               : "subquery has too few columns",
+             location);
     }
-    if (bound.plan->output.size() != 1) {
-        fail("subquery has too many columns", location);
+    bool outer_nullable = false;
+    for (const Bound &item : outer) {
+        for (ColumnId id : columns_of(*item.expr)) {
+            outer_nullable = outer_nullable || _columns[id].nullable;
+        }
     }
-    const ColumnId inner = bound.plan->output.front();
-    Bound inner_bound;
-    inner_bound.expr = _columns.ref(inner);
-    inner_bound.location = location;
+    bool inner_nullable = false;
+    for (std::size_t i = 0; i < outer.size(); ++i) {
+        inner_nullable = inner_nullable || _columns[bound.plan->output[i]].nullable;
+    }
+    const bool nullable = outer_nullable || inner_nullable;
+    if (negated && nullable && (outer.size() > 1 || !bound.correlated.empty())) {
+        // The count check below answers NULLs of an uncorrelated single column only; mark
+        // joins answer the rest.
+        return false;
+    }
+    for (auto &leaf : scratch.leaves) {
+        block.leaves.push_back(std::move(leaf));
+    }
+    for (auto &join : scratch.outer_leaves) {
+        block.outer_leaves.push_back(std::move(join));
+    }
+    block.where_conjuncts.insert(block.where_conjuncts.end(), scratch.where_conjuncts.begin(),
+                                 scratch.where_conjuncts.end());
     SemiJoin join;
     join.kind = negated ? db::JoinKind::anti : db::JoinKind::semi;
-    const bool outer_nullable = [&] {
-        for (ColumnId id : columns_of(*outer.expr)) {
-            if (_columns[id].nullable) {
-                return true;
-            }
-        }
-        return false;
-    }();
-    const bool inner_nullable = _columns[inner].nullable;
-    db::ExprPtr outer_expr = outer.expr;
-    join.conjuncts.push_back(compare(db::CompareOp::equal, std::move(outer), inner_bound, location));
+    for (std::size_t i = 0; i < outer.size(); ++i) {
+        const ColumnId inner = bound.plan->output[i];
+        Bound inner_bound;
+        inner_bound.expr = _columns.ref(inner);
+        inner_bound.location = location;
+        join.conjuncts.push_back(compare(db::CompareOp::equal, outer[i], inner_bound, location));
+    }
+    join.conjuncts.insert(join.conjuncts.end(), bound.correlated.begin(), bound.correlated.end());
     join.right = std::move(bound.plan);
-    if (negated && (outer_nullable || inner_nullable)) {
+    if (negated && nullable) {
         // NOT IN is NULL (so the row is dropped) when x is NULL and the subquery is not empty,
         // or when the subquery yields a NULL: an anti join alone would keep such rows. A second
         // copy of the subquery counts its rows and non-NULL values for a check after the join.
+        const db::ExprPtr outer_expr = outer.front().expr;
         BoundQuery copy = bind_select(node_body(subselect), &block.scope, Correlation::none);
         const ColumnId value = copy.plan->output.front();
         const ColumnId rows = _columns.add("not_in_rows", db::Type::bigint(), false);
@@ -491,6 +525,7 @@ void Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &bl
             db::expr::equal(_columns.ref(rows), db::expr::constant(db::Value::bigint(0)))));
     }
     block.semi_joins.push_back(std::move(join));
+    return true;
 }
 
 void Binder::bind_where_conjunct(const Json &node, Block &block) {
@@ -498,8 +533,8 @@ void Binder::bind_where_conjunct(const Json &node, Block &block) {
     const Json &body = node_body(node);
     if (kind == "SubLink") {
         const std::string type = string_field(body, "subLinkType");
-        if (type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") {
-            bind_subquery_conjunct(body, false, block);
+        if ((type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") &&
+            bind_subquery_conjunct(body, false, block)) {
             return;
         }
     }
@@ -508,8 +543,8 @@ void Binder::bind_where_conjunct(const Json &node, Block &block) {
         if (arguments.size() == 1 && node_name(*arguments[0]) == "SubLink") {
             const Json &sublink = node_body(*arguments[0]);
             const std::string type = string_field(sublink, "subLinkType");
-            if (type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") {
-                bind_subquery_conjunct(sublink, true, block);
+            if ((type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") &&
+                bind_subquery_conjunct(sublink, true, block)) {
                 return;
             }
         }
@@ -598,6 +633,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
     if (tree == nullptr) {
         tree = one_row_relation();
     }
+    block.scope.relation = tree.get();
 
     // WHERE: subquery conjuncts become semi/anti joins, scalar subqueries joined relations.
     const Json &where = field(select, "whereClause");
@@ -617,32 +653,32 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
             fail("correlated subqueries are not supported here", -1);
         }
         std::vector<db::ExprPtr> local;
+        std::vector<db::ExprPtr> correlated;
         for (auto &conjunct : block.where_conjuncts) {
             const auto ids = columns_of(*conjunct);
-            const bool correlated =
+            const bool reads_outer =
                 std::any_of(ids.begin(), ids.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
-            if (!correlated) {
-                local.push_back(std::move(conjunct));
-                continue;
-            }
-            if (correlation == Correlation::semi_join) {
-                result.correlated.push_back(std::move(conjunct));
-                continue;
-            }
-            // group_by_key: inner = outer equalities only.
+            (reads_outer ? correlated : local).push_back(std::move(conjunct));
+        }
+        if (correlation == Correlation::semi_join) {
+            result.correlated = std::move(correlated);
+            correlated.clear();
+        }
+        // group_by_key: inner = outer equalities become the keys directly.
+        auto all_outer = [&](const std::vector<ColumnId> &set) {
+            return !set.empty() &&
+                   std::all_of(set.begin(), set.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
+        };
+        auto none_outer = [&](const std::vector<ColumnId> &set) {
+            return std::none_of(set.begin(), set.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
+        };
+        bool equalities = true;
+        for (const auto &conjunct : correlated) {
             bool ok =
                 conjunct->kind() == db::ExprKind::compare && conjunct->compare_op() == db::CompareOp::equal;
             if (ok) {
                 const auto left = columns_of(conjunct->child(0));
                 const auto right = columns_of(conjunct->child(1));
-                auto all_outer = [&](const std::vector<ColumnId> &set) {
-                    return !set.empty() && std::all_of(set.begin(), set.end(),
-                                                       [&](ColumnId id) { return outer_ids.count(id) > 0; });
-                };
-                auto none_outer = [&](const std::vector<ColumnId> &set) {
-                    return std::none_of(set.begin(), set.end(),
-                                        [&](ColumnId id) { return outer_ids.count(id) > 0; });
-                };
                 if (all_outer(left) && none_outer(right) && !right.empty()) {
                     result.outer_keys.push_back(conjunct->children()[0]);
                     inner_keys.push_back(conjunct->children()[1]);
@@ -653,11 +689,44 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
                     ok = false;
                 }
             }
-            if (!ok) {
-                fail("correlated scalar subqueries are supported only with equality conditions between an "
-                     "inner and an outer column: " +
-                         db::to_string(*conjunct),
-                     -1);
+            equalities = equalities && ok;
+        }
+        if (!equalities) {
+            // Other conditions: the subquery is computed for every distinct value of the outer
+            // columns it reads (a DISTINCT over a copy of the enclosing block's FROM), joined
+            // to its rows on the conditions, grouped by those values; the enclosing block then
+            // joins it on them (Neumann and Kemper's dependent join).
+            if (outer == nullptr || outer->relation == nullptr) {
+                fail("correlated subqueries are not supported here", -1);
+            }
+            result.outer_keys.clear();
+            inner_keys.clear();
+            std::vector<db::ExprPtr> groups;
+            std::vector<ColumnId> group_ids;
+            std::map<ColumnId, ColumnId> to_distinct;
+            for (const ColumnId id : outer_ids) {
+                groups.push_back(_columns.ref(id));
+                group_ids.push_back(_columns.add(_columns[id].name, _columns[id].type, true));
+                to_distinct[id] = group_ids.back();
+                result.outer_keys.push_back(_columns.ref(id));
+                inner_keys.push_back(_columns.ref(group_ids.back()));
+            }
+            // A NULL outer value can have rows (u.c < t.c OR u.b = t.a), so the keys compare
+            // NULL-safe, and a constant key tells the enclosing block's outer join which rows met a
+            // group.
+            const ColumnId present = _columns.add("present", db::Type::boolean(), true);
+            groups.push_back(db::expr::constant(db::Value::boolean(true)));
+            group_ids.push_back(present);
+            result.outer_keys.push_back(db::expr::constant(db::Value::boolean(true)));
+            inner_keys.push_back(_columns.ref(present));
+            result.null_safe_keys = true;
+            block.leaves.push_back(
+                make_aggregate(clone_plan(*outer->relation), std::move(groups), group_ids, {}));
+            for (const auto &conjunct : correlated) {
+                local.push_back(db::expr::remap_columns(conjunct, [&](std::uint32_t id) {
+                    const auto it = to_distinct.find(id);
+                    return it == to_distinct.end() ? id : it->second;
+                }));
             }
         }
         block.where_conjuncts = std::move(local);
@@ -915,14 +984,25 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
             }
             split_conjuncts(condition, having_conjuncts);
         }
+        if (!inner_keys.empty() && group_clause.empty()) {
+            // A decorrelated scalar subquery: what an outer row whose key has no group reads.
+            result.empty_value = value_over_no_rows(expressions.front(), state, -1);
+            for (const auto &conjunct : having_conjuncts) {
+                if (!is_true(*value_over_no_rows(conjunct, state, -1))) {
+                    result.empty_value = db::expr::null(expressions.front()->type());
+                }
+            }
+        }
         tree = make_aggregate(std::move(tree), state.groups, state.group_ids, state.aggregates);
         for (auto &leaf : block.post_aggregate_leaves) {
             tree = make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
         }
+        tree = apply_joins(std::move(tree), block.post_aggregate_joins);
         if (!having_conjuncts.empty()) {
             tree = make_filter(std::move(tree), std::move(having_conjuncts));
         }
         result.single_row = state.groups.empty() && having.is_null();
+        result.one_row_per_key = state.groups.size() == inner_keys.size();
     } else {
         result.single_row = !has_from && where.is_null();
     }
@@ -955,6 +1035,34 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
         }
         ids.push_back(_columns.add(names[i], expression->type(), nullable));
         projected.push_back(expression);
+    }
+    // A correlated IN/ANY subquery: the columns its correlation conjuncts read on this side pass
+    // through the projection (behind the visible ones) for the join above. Its rows only count
+    // as a set: ORDER BY and DISTINCT do not change the answer and are left out.
+    const bool pass_through = correlation == Correlation::semi_join && !result.correlated.empty();
+    if (pass_through) {
+        if (field(select, "limitCount").is_object() || field(select, "limitOffset").is_object()) {
+            fail("correlated IN/ANY/ALL subqueries with LIMIT or OFFSET are not supported", -1);
+        }
+        projected.resize(visible);
+        ids.resize(visible);
+        std::set<ColumnId> outer_ids(block.scope.outer_references.begin(),
+                                     block.scope.outer_references.end());
+        std::set<ColumnId> inner_ids;
+        for (const auto &conjunct : result.correlated) {
+            for (ColumnId id : columns_of(*conjunct)) {
+                if (outer_ids.count(id) == 0) {
+                    inner_ids.insert(id);
+                }
+            }
+        }
+        for (ColumnId id : inner_ids) {
+            projected.push_back(_columns.ref(id));
+            ids.push_back(id);
+        }
+        result.plan = make_project(std::move(tree), std::move(projected), ids);
+        result.names.assign(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(visible));
+        return result;
     }
     tree = make_project(std::move(tree), std::move(projected), ids);
     const std::size_t offset_ids = inner_keys.size();

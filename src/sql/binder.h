@@ -4,9 +4,15 @@
 // table and column names (scopes, aliases, CTEs, correlation with the enclosing query), types
 // every expression with the engine's factories (DuckDB's rules), and rewrites subqueries:
 //   - uncorrelated scalar subqueries become one-row relations joined to the query,
-//   - correlated scalar subqueries (aggregates compared in WHERE) become aggregations grouped
-//     by the correlation columns, joined on them,
-//   - [NOT] EXISTS and [NOT] IN subqueries become semi and anti joins.
+//   - correlated scalar subqueries become aggregations grouped by the correlation columns
+//     (inner = outer equalities) or by the distinct values of the outer columns they read
+//     (other conditions: a dependent join), joined on them,
+//   - [NOT] EXISTS and [NOT] IN subqueries that are WHERE conjuncts become semi and anti joins,
+//   - EXISTS, IN and x op ANY/ALL elsewhere (under OR, in CASE, SELECT, HAVING) become mark
+//     joins: a BOOLEAN column per subquery, combined into SQL's three-valued answer; ANY/ALL
+//     with an ordering operator over an uncorrelated subquery compare with its min/max instead,
+//   - correlated scalar subqueries outside a WHERE comparison are left-joined on their keys; a
+//     missing group reads the select expression over no rows (count() is 0, not NULL).
 // Every error is an SqlError with the position of the offending name or operator.
 
 #include <cstdint>
@@ -53,6 +59,9 @@ struct Scope {
     std::vector<ColumnId> outer_references;
     /// Where outer references may appear (only WHERE, whose conjuncts can be decorrelated).
     bool outer_allowed{false};
+    /// The block's FROM relation (a correlated subquery with conditions other than equalities
+    /// copies it); it stays alive while the block is bound.
+    const LogicalNode *relation{nullptr};
     /// Set while binding the CTE of that name (a CTE cannot refer to itself).
     std::vector<std::string> binding_ctes;
 };
@@ -74,6 +83,14 @@ struct BoundQuery {
     std::vector<ColumnId> inner_keys;
     /// The block yields exactly one row (aggregate without GROUP BY and HAVING, or no FROM).
     bool single_row{false};
+    /// group_by_key without GROUP BY and HAVING: the value of the select expression over no rows
+    /// (count() 0, other aggregates NULL), for outer rows whose key has no group.
+    db::ExprPtr empty_value;
+    /// group_by_key: the keys compare NULL-safe (NULL meets NULL) and the last key is a constant
+    /// TRUE, NULL where the enclosing block's outer join found no group.
+    bool null_safe_keys{false};
+    /// group_by_key: GROUP BY names no column besides the correlation keys (one row per key).
+    bool one_row_per_key{false};
 };
 
 /// Where a bound expression stands, for typing rules that look at the SQL text (DuckDB lets a
@@ -144,11 +161,12 @@ private:
         ColumnId output{0};
     };
 
-    /// A semi, anti or left outer join of a subquery onto the block.
+    /// A semi, anti, left outer or mark join of a subquery onto the block.
     struct SemiJoin {
         db::JoinKind kind{db::JoinKind::semi};
         LogicalPtr right;
         std::vector<db::ExprPtr> conjuncts;
+        ColumnId mark{0}; // mark join: the BOOLEAN column
     };
 
     /// State of one query block while it is bound.
@@ -157,8 +175,9 @@ private:
         std::vector<LogicalPtr> leaves;           // joined below WHERE (scalar subqueries)
         std::vector<db::ExprPtr> where_conjuncts; // incl. conjuncts of decorrelation
         std::vector<SemiJoin> semi_joins;
-        std::vector<SemiJoin> outer_leaves;            // left-joined after the semi joins (count())
+        std::vector<SemiJoin> outer_leaves;            // left and mark joins after the semi joins, in order
         std::vector<LogicalPtr> post_aggregate_leaves; // scalar subqueries of SELECT/HAVING
+        std::vector<SemiJoin> post_aggregate_joins;    // left and mark joins of SELECT/HAVING
         bool aggregate{false};
     };
 
@@ -199,7 +218,11 @@ private:
                                   const std::vector<std::string> *cte_columns = nullptr);
     LogicalPtr one_row_relation();
     void bind_where_conjunct(const Json &node, Block &block);
-    void bind_subquery_conjunct(const Json &sublink, bool negated, Block &block);
+    /// A WHERE conjunct [NOT] EXISTS / [NOT] IN as a semi or anti join; false when it needs the
+    /// general form (a mark join: NOT IN over a correlated or row subquery with NULLs).
+    bool bind_subquery_conjunct(const Json &sublink, bool negated, Block &block);
+    /// Applies left and mark joins `joins` to `tree` in order.
+    static LogicalPtr apply_joins(LogicalPtr tree, std::vector<SemiJoin> &joins);
     std::vector<const Json *> split_and(const Json &node, int depth);
 
     // binder_setop.cpp: UNION / INTERSECT / EXCEPT and VALUES
@@ -228,6 +251,23 @@ private:
     Bound bind_type_cast(const Json &body, Context &context);
     Bound bind_case(const Json &body, Context &context);
     Bound bind_sublink(const Json &body, Context &context);
+    /// A scalar subquery (SubLink body) as a value: a one-row relation, or a grouped aggregation
+    /// joined on the correlation keys.
+    Bound bind_scalar_subquery(const Json &body, Context &context);
+    /// SELECT agg(...) without GROUP BY, HAVING, LIMIT: exactly one row.
+    bool single_row_aggregate(const Json &select);
+    /// x op ANY/ALL (SELECT ...), x IN (SELECT ...) and (x, y) IN (SELECT a, b ...) as a value.
+    Bound bind_quantified(const Json &body, bool all, Context &context);
+    /// Adds a mark join of `right` on `conjuncts` to the block (above the aggregation when the
+    /// context is) and returns the mark column.
+    db::ExprPtr add_mark(Context &context, LogicalPtr right, std::vector<db::ExprPtr> conjuncts);
+    /// Correlation conjuncts of a subquery bound in `context`: after the aggregation they read
+    /// the enclosing block's columns as its GROUP BY keys.
+    std::vector<db::ExprPtr> correlate(std::vector<db::ExprPtr> conjuncts, Context &context,
+                                       std::int64_t location);
+    /// The value of `expression` (over aggregate outputs and keys) over no rows.
+    db::ExprPtr value_over_no_rows(const db::ExprPtr &expression, const AggregateState &state,
+                                   std::int64_t location);
     db::ExprPtr compare(db::CompareOp op, Bound left, Bound right, std::int64_t location);
     Bound arithmetic(db::ArithmeticOp op, Bound left, Bound right, std::int64_t location);
     /// A string literal compared with a non-string takes the other type (DuckDB).

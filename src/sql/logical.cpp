@@ -49,6 +49,47 @@ LogicalPtr make_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right,
     return node;
 }
 
+LogicalPtr make_mark_join(LogicalPtr left, LogicalPtr right, std::vector<db::ExprPtr> conjuncts,
+                          ColumnId mark) {
+    LogicalPtr node = make_join(db::JoinKind::mark, std::move(left), std::move(right), std::move(conjuncts));
+    node->mark = mark;
+    node->output.push_back(mark);
+    return node;
+}
+
+LogicalPtr clone_plan(const LogicalNode &node) {
+    auto copy = std::make_unique<LogicalNode>();
+    copy->kind = node.kind;
+    for (const auto &child : node.children) {
+        copy->children.push_back(clone_plan(*child));
+    }
+    copy->output = node.output;
+    copy->table = node.table;
+    copy->table_columns = node.table_columns;
+    copy->alias = node.alias;
+    copy->conjuncts = node.conjuncts;
+    copy->expressions = node.expressions;
+    copy->join_kind = node.join_kind;
+    copy->left_keys = node.left_keys;
+    copy->right_keys = node.right_keys;
+    copy->strategy = node.strategy;
+    copy->mark = node.mark;
+    copy->bloom_filter = node.bloom_filter;
+    copy->build_left = node.build_left;
+    copy->magic_set = node.magic_set;
+    copy->optimized = node.optimized;
+    copy->groups = node.groups;
+    copy->aggregates = node.aggregates;
+    copy->sort_keys = node.sort_keys;
+    copy->partition = node.partition;
+    copy->windows = node.windows;
+    copy->limit = node.limit;
+    copy->offset = node.offset;
+    copy->rows = node.rows;
+    copy->prefetch_whole = node.prefetch_whole;
+    return copy;
+}
+
 LogicalPtr make_aggregate(LogicalPtr child, std::vector<db::ExprPtr> groups, std::vector<ColumnId> group_ids,
                           std::vector<LogicalAggregate> aggregates) {
     auto node = std::make_unique<LogicalNode>();

@@ -121,6 +121,8 @@ struct LogicalNode {
     std::vector<db::ExprPtr> left_keys;
     std::vector<db::ExprPtr> right_keys;
     db::JoinStrategy strategy{db::JoinStrategy::automatic};
+    /// mark join: the BOOLEAN column it appends (output = the left's columns, then this).
+    ColumnId mark{0};
     bool bloom_filter{true};
     /// semi/anti: hash children[0] and probe with children[1] (db::JoinKind::right_semi or
     /// right_anti); the output is still children[0]'s rows. Chosen by the optimizer.
@@ -158,6 +160,9 @@ struct LogicalNode {
                                       std::vector<ColumnId> output);
 [[nodiscard]] LogicalPtr make_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right,
                                    std::vector<db::ExprPtr> conjuncts);
+/// A mark join: every left row, plus `mark` (whether some right row satisfies `conjuncts`).
+[[nodiscard]] LogicalPtr make_mark_join(LogicalPtr left, LogicalPtr right, std::vector<db::ExprPtr> conjuncts,
+                                        ColumnId mark);
 [[nodiscard]] LogicalPtr make_aggregate(LogicalPtr child, std::vector<db::ExprPtr> groups,
                                         std::vector<ColumnId> group_ids,
                                         std::vector<LogicalAggregate> aggregates);
@@ -170,6 +175,9 @@ struct LogicalNode {
 [[nodiscard]] LogicalPtr make_limit(LogicalPtr child, std::optional<std::uint64_t> limit,
                                     std::uint64_t offset);
 
+/// A deep copy of a plan (same column ids: a copy is only put where the original's columns are
+/// not visible, as a magic set or a decorrelation's copy of the outer relation).
+[[nodiscard]] LogicalPtr clone_plan(const LogicalNode &node);
 /// The ColumnIds an expression references (without repetitions, ascending).
 [[nodiscard]] std::vector<ColumnId> columns_of(const db::Expr &expression);
 /// Splits nested ANDs into their operands.

@@ -131,40 +131,6 @@ db::ExprPtr implied_by_or(const db::Expr &expression, const std::set<ColumnId> &
     return db::expr::logical_or(std::move(branches));
 }
 
-/// A deep copy of a plan (expressions are immutable and shared). The copy keeps the column ids:
-/// it is used only as the build side of a semi join, whose output is the probe side's.
-LogicalPtr clone(const LogicalNode &node) {
-    auto copy = std::make_unique<LogicalNode>();
-    copy->kind = node.kind;
-    for (const auto &child : node.children) {
-        copy->children.push_back(clone(*child));
-    }
-    copy->output = node.output;
-    copy->table = node.table;
-    copy->table_columns = node.table_columns;
-    copy->alias = node.alias;
-    copy->conjuncts = node.conjuncts;
-    copy->expressions = node.expressions;
-    copy->join_kind = node.join_kind;
-    copy->left_keys = node.left_keys;
-    copy->right_keys = node.right_keys;
-    copy->strategy = node.strategy;
-    copy->bloom_filter = node.bloom_filter;
-    copy->build_left = node.build_left;
-    copy->magic_set = node.magic_set;
-    copy->optimized = node.optimized;
-    copy->groups = node.groups;
-    copy->aggregates = node.aggregates;
-    copy->sort_keys = node.sort_keys;
-    copy->partition = node.partition;
-    copy->windows = node.windows;
-    copy->limit = node.limit;
-    copy->offset = node.offset;
-    copy->rows = node.rows;
-    copy->prefetch_whole = node.prefetch_whole;
-    return copy;
-}
-
 void reset_estimates(LogicalNode &node) {
     node.rows = -1.0;
     for (auto &child : node.children) {
@@ -439,7 +405,8 @@ LogicalPtr Optimizer::rewrite(LogicalPtr node) {
     case LogicalKind::filter:
         return rewrite_region(std::move(node));
     case LogicalKind::join:
-        if (node->join_kind == db::JoinKind::left_outer) {
+        if (node->join_kind == db::JoinKind::left_outer || node->join_kind == db::JoinKind::mark) {
+            // A mark join preserves its left side like a left outer join.
             return rewrite_outer_join(std::move(node));
         }
         if (node->join_kind == db::JoinKind::full_outer) {
@@ -999,7 +966,7 @@ void Optimizer::apply_magic_sets(std::vector<LogicalPtr> &leaves,
         }
         std::string source;
         table_names(*leaves[*best], source);
-        LogicalPtr magic = clone(*leaves[*best]);
+        LogicalPtr magic = clone_plan(*leaves[*best]);
         aggregate.children[0] =
             push_magic_set(std::move(aggregate.children[0]), needed[*best], magic, conditions[*best]);
         MX_ASSERT(magic == nullptr, "push_magic_set places the semi join");
@@ -1075,7 +1042,7 @@ void Optimizer::restrict_semi_build(LogicalNode &semi, const LogicalNode &probe)
     table_names(*semi.children[1], build_text);
     std::string source_text;
     table_names(*source, source_text);
-    LogicalPtr magic = clone(*source);
+    LogicalPtr magic = clone_plan(*source);
     semi.children[1] = push_magic_set(std::move(semi.children[1]), needed_build, magic, conditions);
     MX_ASSERT(magic == nullptr, "push_magic_set places the semi join");
     reset_estimates(*semi.children[1]);
@@ -1195,6 +1162,10 @@ void Optimizer::estimate(LogicalNode &node) {
             break;
         case db::JoinKind::left_outer:
             node.rows = std::max(left, inner);
+            break;
+        case db::JoinKind::mark:
+            node.rows = left;
+            _columns[node.mark].distinct = 2.0;
             break;
         case db::JoinKind::full_outer:
             node.rows = std::max({left, right, inner});

@@ -315,6 +315,10 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
         result.plan->join_strategy = node.strategy;
         result.plan->bloom_filter = node.bloom_filter;
         result.layout = keeps_right ? combined : left.layout;
+        if (node.join_kind == db::JoinKind::mark) {
+            result.plan->output.back().name = _columns[node.mark].name;
+            result.layout.push_back(node.mark);
+        }
         return pruned(std::move(result), required, node.rows, prune);
     }
     case LogicalKind::aggregate: {

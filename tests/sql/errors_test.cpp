@@ -70,7 +70,9 @@ TEST_F(ErrorTest, UnsupportedFeaturesAreNamed) {
     expect_error("SELECT percent_rank() OVER (ORDER BY id) FROM emp",
                  "window function percent_rank is not supported", 8);
     expect_error("UPDATE emp SET id = 1", "statement not supported: Update", 1);
-    expect_error("SELECT * FROM emp WHERE id > ALL (SELECT id FROM dept)", "not supported", 28);
+    expect_error("SELECT ARRAY(SELECT id FROM dept)", "ARRAY subqueries are not supported", 8);
+    expect_error("SELECT (id, dept) IN (SELECT id, id FROM dept WHERE dept.id = emp.id) FROM emp",
+                 "correlated IN subqueries with several columns are not supported", 19);
     expect_error("SELECT CAST(hired AS TIMESTAMP) FROM emp", "type \"timestamp\" is not supported", 22);
     expect_error("SELECT (SELECT id FROM dept) FROM emp", "scalar subqueries must be aggregates", 8);
 }

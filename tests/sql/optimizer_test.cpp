@@ -275,6 +275,36 @@ TEST_F(OptimizerTest, SubqueriesBecomeJoins) {
               (Rows{"20"}));
 }
 
+TEST_F(OptimizerTest, SubqueriesOutsideWhereConjunctsBecomeMarkJoins) {
+    // EXISTS under OR: a mark join that keeps every probe row and adds the BOOLEAN column.
+    const std::string sql =
+        "SELECT count(*) FROM small s WHERE s.w = 'a' OR EXISTS (SELECT * FROM mid m WHERE m.j = s.j)";
+    const auto plan = db.plan(sql);
+    const auto joins = nodes(*plan, db::PlanKind::hash_join);
+    ASSERT_EQ(joins.size(), 1U);
+    EXPECT_EQ(joins[0]->join_kind, db::JoinKind::mark);
+    EXPECT_EQ(joins[0]->output.back().type.id, db::TypeId::boolean);
+    EXPECT_FALSE(joins[0]->output.back().nullable);
+    const std::string explained = db.explain(sql);
+    EXPECT_NE(explained.find("HashJoin mark"), std::string::npos) << explained;
+    EXPECT_EQ(
+        rows(sql),
+        rows("SELECT count(*) FROM small s WHERE EXISTS (SELECT * FROM mid m WHERE m.j = s.j) OR s.w = 'a'"));
+    // IN over NOT NULL columns in the select list: one mark join, no NULL checks.
+    const auto in = db.plan("SELECT w, j IN (SELECT j FROM mid WHERE k > 100) FROM small");
+    ASSERT_EQ(nodes(*in, db::PlanKind::hash_join).size(), 1U);
+    EXPECT_EQ(nodes(*in, db::PlanKind::hash_join)[0]->join_kind, db::JoinKind::mark);
+    // A plain WHERE conjunct keeps its semi join (hashing the smaller outer side here).
+    const auto plain =
+        db.plan("SELECT count(*) FROM small s WHERE EXISTS (SELECT * FROM mid m WHERE m.j = s.j)");
+    EXPECT_EQ(nodes(*plain, db::PlanKind::hash_join)[0]->join_kind, db::JoinKind::right_semi);
+    // x > ALL over an uncorrelated subquery compares with its min/max: an aggregate, no mark join.
+    const auto all = db.plan("SELECT count(*) FROM small WHERE j > ALL (SELECT k FROM mid WHERE j = 1)");
+    for (const db::PlanNode *join : nodes(*all, db::PlanKind::hash_join)) {
+        EXPECT_NE(join->join_kind, db::JoinKind::mark);
+    }
+}
+
 TEST_F(OptimizerTest, BloomFiltersWhereFewProbeRowsMatch) {
     const auto selective = db.plan("SELECT count(*) FROM big b JOIN small s ON b.j = s.j WHERE s.j = 1");
     EXPECT_TRUE(nodes(*selective, db::PlanKind::hash_join)[0]->bloom_filter);

@@ -45,7 +45,19 @@ enum class PlanKind : std::uint8_t {
 /// on the probe side. right_semi / right_anti: the build rows that have / have no probe row
 /// satisfying keys and residual, build columns only (a semi or anti join with the sides swapped,
 /// so that the smaller side is the one hashed; a build row with a NULL key has no partner).
-enum class JoinKind : std::uint8_t { inner, left_outer, semi, anti, full_outer, right_semi, right_anti };
+/// mark: every probe row once, plus a BOOLEAN column (never NULL) that says whether some build
+/// row satisfies keys and residual (EXISTS as a value; the SQL front end derives IN, ANY and ALL
+/// with their NULL semantics from such marks).
+enum class JoinKind : std::uint8_t {
+    inner,
+    left_outer,
+    semi,
+    anti,
+    full_outer,
+    mark,
+    right_semi,
+    right_anti
+};
 
 /// right_semi and right_anti: the output is the build side's.
 [[nodiscard]] constexpr bool outputs_build_only(JoinKind kind) noexcept {
@@ -222,7 +234,7 @@ namespace plan {
 } // namespace plan
 
 /// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
-/// "anti", "full outer"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct",
+/// "anti", "full outer", "mark"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct",
 /// "sum_distinct", "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop",
 /// "quantile_cont", "string_agg".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;

@@ -8,9 +8,10 @@
 //     vectors as long as the batch, with the selection narrowed to the matched rows;
 //   - gather mode: otherwise (duplicates) both sides are gathered along the match list, in output
 //     batches of at most max_output_rows rows.
-// Semi and anti joins only narrow the probe batch's selection. The residual predicate is filtered
-// on the joined batch; for left outer, full outer, semi and anti joins the rows it keeps mark
-// their probe rows as matched. A full outer join also marks the build rows it matched (a flag in
+// Semi and anti joins only narrow the probe batch's selection; a mark join passes the probe batch
+// on whole with one BOOLEAN column appended (matched or not). The residual predicate is filtered
+// on the joined batch; for left outer, full outer, semi, anti and mark joins the rows it keeps
+// mark their probe rows as matched. A full outer join also marks the build rows it matched (a flag in
 // the row, set atomically: probe tasks of all workers share the table), and its finalize parts
 // then scan the build rows in parallel, partitions split among the parts, and emit those never
 // marked with NULLs on the probe side.
@@ -88,6 +89,20 @@ bool preserves_probe(JoinKind kind) noexcept {
 /// The matched flag of a build row (marks_build_rows; probe tasks on any worker set it).
 std::atomic_ref<std::byte> matched_flag(const Row *row, std::uint32_t offset) noexcept {
     return std::atomic_ref<std::byte>(*const_cast<Row *>(row + offset)); // NOLINT: the stores are mutable
+}
+
+/// The mark column of a mark join: 1 where `matched` (per batch row, may be null: none) is set.
+Vector mark_vector(const std::vector<std::uint8_t> *matched, std::uint32_t rows) {
+    Vector out(Type::boolean(), rows);
+    auto *values = out.mutable_data<std::uint8_t>();
+    if (matched == nullptr) {
+        std::fill(values, values + rows, std::uint8_t{0});
+    } else {
+        for (std::uint32_t i = 0; i < rows; ++i) {
+            values[i] = (*matched)[i] != 0 ? 1 : 0;
+        }
+    }
+    return out;
 }
 
 void mark_matched(const Row *row, std::uint32_t offset) noexcept {
@@ -209,6 +224,8 @@ void HashJoinProbeNode::emit_without_matches(dataflow::FlowContext &context, std
         for (const Type &type : spec.build_types) {
             batch->columns.push_back(join::null_vector(type, batch->rows));
         }
+    } else if (spec.kind == JoinKind::mark) {
+        batch->columns.push_back(mark_vector(nullptr, batch->rows));
     }
     emit(context, std::move(batch));
 }
@@ -241,7 +258,9 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
     const std::uint32_t rows = owned->rows;
     const std::uint32_t limit = std::max<std::uint32_t>(1, spec.tuning.max_output_rows);
     const auto probe_width = static_cast<std::uint32_t>(spec.probe_types.size());
-    const bool first_only = (spec.kind == JoinKind::semi || spec.kind == JoinKind::anti) && !spec.residual;
+    const bool marks_only =
+        spec.kind == JoinKind::semi || spec.kind == JoinKind::anti || spec.kind == JoinKind::mark;
+    const bool first_only = marks_only && !spec.residual;
     // Right semi/anti without a residual: every matching build row is marked during the chain
     // walk (all of a key's rows, not only the first), and no probe row is output.
     const bool right = outputs_build_only(spec.kind);
@@ -295,7 +314,7 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
     // (left outer, semi and anti with a residual) or build row marks (full outer, right semi
     // and anti with a residual). False when the query failed.
     const auto flush = [&](std::uint32_t count) {
-        const bool residual_only = spec.kind == JoinKind::semi || spec.kind == JoinKind::anti || right;
+        const bool residual_only = marks_only || right;
         std::unique_ptr<Batch> out = gather(count, residual_only);
         if (spec.residual) {
             if (const EvalStatus status = filter(*spec.residual, *out); !status) {
@@ -391,6 +410,13 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
         return;
     }
     const std::uint32_t live = input->count();
+    if (spec.kind == JoinKind::mark && first_only) {
+        // Every probe row, marked: a match or none.
+        auto out = std::make_unique<Batch>(std::move(*input));
+        out->columns.push_back(mark_vector(&s.match_count, rows));
+        emit(context, std::move(out));
+        return;
+    }
     if (first_only) {
         std::vector<std::uint32_t> &selected = s.candidates; // reused: no longer needed
         selected.clear();
@@ -494,6 +520,14 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
         }
     }
     if (spec.kind == JoinKind::inner) {
+        return;
+    }
+    if (spec.kind == JoinKind::mark) {
+        // Every probe row, marked: a match that passed the residual or none. The gathered
+        // batches only marked `passed`, so moving the columns is safe.
+        auto out = std::make_unique<Batch>(std::move(*input));
+        out->columns.push_back(mark_vector(&s.passed, rows));
+        emit(context, std::move(out));
         return;
     }
     std::vector<std::uint32_t> &selected = s.candidates; // reused

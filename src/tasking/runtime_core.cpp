@@ -146,7 +146,7 @@ void RuntimeCore::spawn_external(Task &task) noexcept {
     const auto epoch = static_cast<std::uint8_t>(_epochs.enabled ? global_epoch() % epoch_buckets : 0);
     set_epoch(task, epoch);
 #if MX_TRACING
-    if (tracing()) [[unlikely]] {
+    if (stamp_external_spawns()) [[unlikely]] {
         stamp_spawn(task, system::cycles()); // its queue time in the trace
     }
 #endif

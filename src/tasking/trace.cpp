@@ -492,27 +492,43 @@ void Runtime::trace_span(const char *label, std::uint64_t start_tsc, std::uint64
 
 void Runtime::start_env_trace() {
     const char *path = std::getenv("MX_TRACE");
-    if (path == nullptr || *path == '\0') {
+    const char *profile = std::getenv("MX_TRACE_PROFILE");
+    const bool wants_profile = profile != nullptr && *profile != '\0' && std::string_view{profile} != "0";
+    if ((path == nullptr || *path == '\0') && !wants_profile) {
         return;
     }
     if (const std::string error = start_trace(); !error.empty()) {
         std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", error.c_str());
         return;
     }
-    _core->env_trace_path = path;
+    _core->env_trace_path = path != nullptr ? path : "";
+    _core->env_trace_profile = wants_profile;
+    _core->env_tracing = true;
 }
 
 void Runtime::stop_env_trace() noexcept {
-    if (_core->env_trace_path.empty() || !_core->tracing()) {
+    if (!_core->env_tracing || !_core->tracing()) {
         return;
     }
+    _core->env_tracing = false;
     try {
-        const TraceWriteResult result = stop_trace(_core->env_trace_path);
-        if (result.ok()) {
-            std::fprintf(stderr, "mxtasking: trace written to %s (%" PRIu64 " events, %" PRIu64 " dropped)\n",
-                         _core->env_trace_path.c_str(), result.events, result.dropped);
-        } else {
-            std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", result.error.c_str());
+        const std::optional<Trace> trace = stop_trace();
+        if (!trace) {
+            return;
+        }
+        if (!_core->env_trace_path.empty()) {
+            const TraceWriteResult result = trace->write(_core->env_trace_path);
+            if (result.ok()) {
+                std::fprintf(stderr,
+                             "mxtasking: trace written to %s (%" PRIu64 " events, %" PRIu64 " dropped)\n",
+                             _core->env_trace_path.c_str(), result.events, result.dropped);
+            } else {
+                std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", result.error.c_str());
+            }
+        }
+        if (_core->env_trace_profile) {
+            std::fprintf(stderr, "mxtasking: profile of this runtime's life (MX_TRACE_PROFILE):\n%s",
+                         trace->profile_table().c_str());
         }
     } catch (const std::exception &error) {
         std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", error.what());
@@ -523,9 +539,10 @@ namespace detail {
 
 // ---- the hand-shake with the workers -------------------------------------------------------
 
-void Worker::prepare_trace(std::uint32_t capacity, bool merge_equal_tasks, std::uint64_t origin) {
+void Worker::prepare_trace(const TraceConfig &config, std::uint32_t capacity, std::uint64_t origin) {
     _trace.storage.assign(capacity, TraceEvent{}); // touched now, not on the first events
-    _trace.merge = merge_equal_tasks;
+    _trace.merge = config.merge_equal_tasks;
+    _trace.queue_times = config.queue_times;
     _trace.origin = origin;
     _trace.pending_spans.clear();
     _trace.pending_spans.reserve(64); // spans come at pipeline granularity: rarely grows
@@ -578,8 +595,9 @@ std::string RuntimeCore::start_trace(const TraceConfig &config) {
     _trace_origin_ns = steady_ns();
     _trace_origin_tsc = system::cycles();
     for (auto &worker : _workers) {
-        worker->prepare_trace(capacity, config.merge_equal_tasks, _trace_origin_tsc);
+        worker->prepare_trace(config, capacity, _trace_origin_tsc);
     }
+    _trace_queue_times.store(config.queue_times, std::memory_order_relaxed);
     {
         const std::lock_guard spans{_external_spans_mutex};
         _external_spans.clear();

@@ -95,6 +95,7 @@ void Worker::run() noexcept {
 void Worker::sync_trace() noexcept {
     const std::uint32_t generation = _core->trace_generation();
     _tracing = (generation & 1U) != 0;
+    _stamp_spawns = _tracing && _trace.queue_times;
     _trace_seen = generation;
     _shared.trace_ack.store(generation, std::memory_order_release);
 }
@@ -115,7 +116,7 @@ void Worker::sync_trace() noexcept {
         std::uint64_t now = 0;
         std::uint64_t queue = 0;
         bool queued = false;
-        if (spawned != 0 && (flags & trace_bypassed) == 0) {
+        if (_stamp_spawns && spawned != 0 && (flags & trace_bypassed) == 0) {
             now = system::cycles();
             queue = (now - spawned) & RuntimeCore::spawn_tsc_mask;
             queued = queue <= now - _trace.origin;

@@ -722,6 +722,22 @@ TEST_P(TraceTest, QueueTimeIsFromSpawnToStart) {
         }
     }
     EXPECT_TRUE(seen);
+
+    // Without queue times: the same tasks carry none (their stale stamps from the trace above
+    // are not taken for this one's).
+    ASSERT_EQ(runtime().start_trace(TraceConfig{.queue_times = false}), "");
+    runtime().spawn(
+        [delay](TaskContext &context) {
+            context.spawn(
+                *context.new_task<NamedTask>("delayed", mx::tasking::Annotation{.target_worker = 0}));
+            busy_for(delay);
+        },
+        mx::tasking::Annotation{.target_worker = 0});
+    runtime().wait();
+    const std::optional<Trace> without = runtime().stop_trace();
+    ASSERT_TRUE(without);
+    EXPECT_EQ(profile_of(*without, "delayed").tasks, 1U);
+    EXPECT_EQ(profile_of(*without, "delayed").queued, 0U);
 }
 
 /// Reads the resource optimistically; its first run waits inside the read until a writer changed

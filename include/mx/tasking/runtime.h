@@ -247,7 +247,7 @@ public:
     /// returns is recorded). Returns "" on success, else why not (already recording, compiled out
     /// with MX_TRACING=OFF, a bad $MX_TRACE_EVENTS, called from a task). Not concurrently with
     /// start() or stop(). With $MX_TRACE=path set, the constructor starts a trace and the
-    /// destructor writes it there.
+    /// destructor writes it there; with $MX_TRACE_PROFILE=1 the destructor prints its profile.
     [[nodiscard]] std::string start_trace(const TraceConfig &config = {});
     /// Stops recording and writes the trace to `path`: Chrome Trace Event JSON, or CSV when the
     /// path ends in ".csv". Waits until every worker finished the task it runs now. An

@@ -74,6 +74,10 @@ struct TraceConfig {
     /// (its count says how many; the slice spans them): one time stamp per run of equal tasks
     /// instead of one per task, which keeps recording cheap for tiny tasks. Off: an event per task.
     bool merge_equal_tasks{true};
+    /// Queue times (spawn to start) per task: every spawn while recording stamps the counter into
+    /// the task, and every task start reads it (two counter reads per task, each about as long as
+    /// an empty task). Off: tasks carry no queue time, and tiny tasks record much more cheaply.
+    bool queue_times{true};
 };
 
 /// The outcome of writing a trace file.

@@ -116,7 +116,7 @@ public:
     [[nodiscard]] const memory::TaskAllocator &allocator() const noexcept { return _allocator; }
 
     /// Tracing thread (Runtime::start_trace), while this worker does not trace: a fresh buffer.
-    void prepare_trace(std::uint32_t capacity, bool merge_equal_tasks, std::uint64_t origin);
+    void prepare_trace(const TraceConfig &config, std::uint32_t capacity, std::uint64_t origin);
     /// Owner thread: records a user span while this worker traces (Runtime::trace_span).
     void trace_span(const char *label, std::uint64_t start, std::uint64_t end) noexcept;
     /// Owner thread: whether this worker records a trace now.
@@ -233,6 +233,9 @@ private:
     Task *_running{nullptr};         // task in execute(), for epoch inheritance
     std::uint32_t _bypass_chain{0};  // successors run by bypass since execute() began
     bool _in_optimistic_read{false}; // spawning then is a bug (the read may be repeated)
+    // Recording with queue times: spawns stamp their time into the task. Here, beside the fields
+    // count_spawn reads anyway, so an untraced spawn's check touches no other line.
+    bool _stamp_spawns{false};
     std::vector<std::byte> _optimistic_scratch;
     // The domains this worker believes it owns; one stolen by another worker is dropped when
     // fill() sees its new owner.
@@ -341,12 +344,20 @@ public:
     /// Stops recording and hands the trace over; false (and `error`) when not recording.
     bool stop_trace(Trace &trace, std::string &error);
     [[nodiscard]] bool tracing() const noexcept { return (trace_generation() & 1U) != 0; }
+    /// Whether spawns from outside the workers stamp their time (recording with queue times).
+    [[nodiscard]] bool stamp_external_spawns() const noexcept {
+        return tracing() && _trace_queue_times.load(std::memory_order_relaxed);
+    }
     /// Wakes every worker and waits until each follows trace generation `generation`.
     void await_workers(std::uint32_t generation) noexcept;
     /// Any thread that is not a worker: records a user span while a trace records.
     void trace_span_external(const char *label, std::uint64_t start, std::uint64_t end);
     /// MX_TRACE: the path the trace started by the environment goes to ("" = none).
     std::string env_trace_path;
+    /// MX_TRACE_PROFILE: print the profile of the trace started by the environment.
+    bool env_trace_profile{false};
+    /// Whether the environment started the trace being recorded.
+    bool env_tracing{false};
 
     [[nodiscard]] std::uint64_t live_tasks() const noexcept;
 
@@ -432,6 +443,9 @@ private:
     // Spans from threads outside the workers (rare: workers record theirs in their buffers).
     std::mutex _external_spans_mutex;
     std::vector<TraceEvent> _external_spans; // guarded by _external_spans_mutex
+    // TraceConfig::queue_times of the trace being recorded: written by start_trace before it
+    // publishes the generation, read by outside spawners.
+    std::atomic<bool> _trace_queue_times{false};
     // Written under _trace_mutex by start_trace, read by stop_trace: the clock at the start.
     std::uint64_t _trace_origin_tsc{0};
     std::int64_t _trace_origin_ns{0};
@@ -477,7 +491,7 @@ inline void Worker::count_spawn(Task &task) noexcept {
 #if MX_TRACING
     // Queue times (trace.h): only while this worker records, so an untraced spawn pays a
     // predictable branch on a worker-private flag.
-    if (_tracing) [[unlikely]] {
+    if (_stamp_spawns) [[unlikely]] {
         RuntimeCore::stamp_spawn(task, system::cycles());
     }
 #endif

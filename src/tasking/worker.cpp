@@ -124,8 +124,9 @@ void Worker::sync_trace() noexcept {
         const auto event_flags = static_cast<std::uint8_t>(flags | (label != nullptr ? trace_label : 0U) |
                                                            (current->squad() != nullptr ? trace_squad : 0U) |
                                                            (queued ? trace_queued : 0U));
-        // One time stamp per run of equal tasks: it ends the previous run and starts this one
-        // (reading the counter costs more than a tiny task: about 13 ns on this VM).
+        // Without queue times, one time stamp per run of equal tasks: it ends the previous run
+        // and starts this one (reading the counter costs more than a tiny task: about 13 ns on
+        // this VM). With them, the read for the queue time serves here, too.
         if (open.count == 0 || !_trace.merge || open.what != what || open.resource != address ||
             open.flags != event_flags || open.count == max_traced_run) [[unlikely]] {
             if (now == 0) {

@@ -112,18 +112,22 @@ void Worker::sync_trace() noexcept {
         const auto address = reinterpret_cast<std::uintptr_t>(resource.get());
         // A task spawned while recording carries its spawn time: its queue time costs a counter
         // read per task. A stamp from before start_trace (a kept task spawned earlier) is stale.
-        const std::uint64_t spawned = RuntimeCore::spawn_tsc_of(*current);
         std::uint64_t now = 0;
-        std::uint64_t queue = 0;
-        bool queued = false;
-        if (_stamp_spawns && spawned != 0 && (flags & trace_bypassed) == 0) {
-            now = system::cycles();
-            queue = (now - spawned) & RuntimeCore::spawn_tsc_mask;
-            queued = queue <= now - _trace.origin;
+        std::uint64_t queue = 0; // stays 0 unless the task has a queue time
+        std::uint8_t queued = 0;
+        if (_stamp_spawns && (flags & trace_bypassed) == 0) {
+            if (const std::uint64_t spawned = RuntimeCore::spawn_tsc_of(*current); spawned != 0) {
+                now = system::cycles();
+                const std::uint64_t waited = (now - spawned) & RuntimeCore::spawn_tsc_mask;
+                if (waited <= now - _trace.origin) {
+                    queue = waited;
+                    queued = trace_queued;
+                }
+            }
         }
-        const auto event_flags = static_cast<std::uint8_t>(flags | (label != nullptr ? trace_label : 0U) |
-                                                           (current->squad() != nullptr ? trace_squad : 0U) |
-                                                           (queued ? trace_queued : 0U));
+        const auto event_flags =
+            static_cast<std::uint8_t>(flags | (label != nullptr ? trace_label : 0U) |
+                                      (current->squad() != nullptr ? trace_squad : 0U) | queued);
         // Without queue times, one time stamp per run of equal tasks: it ends the previous run
         // and starts this one (reading the counter costs more than a tiny task: about 13 ns on
         // this VM). With them, the read for the queue time serves here, too.
@@ -145,13 +149,20 @@ void Worker::sync_trace() noexcept {
                               .flags = event_flags};
         }
         ++open.count;
-        open.queue_cycles += queued ? queue : 0U;
-        open.prefetch_distance += std::min<std::uint32_t>(distance, 255U);
-        // Only this worker bumps its retry count: a relaxed load sees its own last bump.
-        const std::uint64_t retries = _shared.optimistic_retries.load(std::memory_order_relaxed);
-        current = execute_one(*current);
-        open.retries +=
-            static_cast<std::uint32_t>(_shared.optimistic_retries.load(std::memory_order_relaxed) - retries);
+        open.queue_cycles += queue;
+        open.prefetch_distance += distance;
+        // Only reads of optimistic resources retry. Only this worker bumps its retry count: a
+        // relaxed load sees its own last bump.
+        const bool optimistic = resource && (primitive_of(resource) == sync::Primitive::optimistic_latched ||
+                                             primitive_of(resource) == sync::Primitive::optimistic_scheduled);
+        if (optimistic) [[unlikely]] {
+            const std::uint64_t retries = _shared.optimistic_retries.load(std::memory_order_relaxed);
+            current = execute_one(*current);
+            open.retries += static_cast<std::uint32_t>(
+                _shared.optimistic_retries.load(std::memory_order_relaxed) - retries);
+        } else {
+            current = execute_one(*current);
+        }
         flags = trace_bypassed;
         distance = 0; // a bypass successor is not prefetched
     }
@@ -177,6 +188,7 @@ void Worker::run_buffer_static() noexcept {
     std::uint32_t top_ups = 0;
     // Traced: the open run of equal tasks lives in a local while the tasks run.
     [[maybe_unused]] TraceEvent open{};
+    [[maybe_unused]] const std::uint32_t traced_distance = std::min(distance, max_traced_distance);
     if constexpr (Traced) {
         open = _trace.open;
     }
@@ -199,7 +211,7 @@ void Worker::run_buffer_static() noexcept {
         }
         if constexpr (Traced) {
             const std::uint32_t slot = _buffer.position++;
-            execute_traced(*_buffer.tasks[slot], slot < _trace.stolen_until, distance, open);
+            execute_traced(*_buffer.tasks[slot], slot < _trace.stolen_until, traced_distance, open);
         } else {
             execute(*_buffer.tasks[_buffer.position++]);
         }
@@ -250,7 +262,8 @@ void Worker::run_buffer_dynamic() noexcept {
             const std::uint32_t slot = _buffer.position - 1;
             const bool stolen = slot < _trace.stolen_until;
             // Its data was prefetched while the task at its prefetch slot was about to run.
-            const std::uint32_t distance = slot - std::min(slot, _buffer.prefetch_slots[slot]);
+            const std::uint32_t distance =
+                std::min(slot - std::min(slot, _buffer.prefetch_slots[slot]), max_traced_distance);
             if (--_buffer.sample_countdown == 0) [[unlikely]] {
                 // While tracing, a sample also counts the bypass successors the task hands over.
                 _buffer.sample_countdown = PrefetchBuffer::sample_interval;

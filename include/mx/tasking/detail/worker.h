@@ -164,10 +164,12 @@ private:
     void run_buffer_dynamic() noexcept;
     /// execute() that records each task of the bypass chain into `open`, the run of equal tasks
     /// (a copy of TraceBuffer::open the buffer loop keeps in registers).
-    /// `distance`: the task's prefetch distance.
+    /// `distance`: the task's prefetch distance, at most max_traced_distance.
     void execute_traced(Task &task, bool stolen, std::uint32_t distance, TraceEvent &open) noexcept;
-    /// Tasks in one merged slice at most: keeps TraceEvent::prefetch_distance from overflowing.
+    /// Tasks in one merged slice and a task's recorded prefetch distance at most: their product
+    /// fits TraceEvent::prefetch_distance.
     static constexpr std::uint32_t max_traced_run = 1U << 24U;
+    static constexpr std::uint32_t max_traced_distance = 255;
     /// Takes on the trace generation the runtime asks for (start or stop recording).
     void sync_trace() noexcept;
     /// Whether start_trace or stop_trace waits for this worker to notice (idle loop, sleep).

@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../support/trace_options.h"
 #include "amac.h"
 #include "coroutine_search.h"
 #include "group_prefetch.h"
@@ -483,6 +484,8 @@ Options parse_options(int argc, char **argv, CLI::App &app, bool &exit_now, int 
     app.add_option("--model-buffer", model_bytes, "pointer-chase buffer for the latency model")
         ->capture_default_str();
     app.add_option("--csv", options.csv, "CSV output file, '-' for stdout")->capture_default_str();
+    mx::bench::TraceOptions trace;
+    mx::bench::add_trace_options(app, trace, "each runtime variant's runtime over its whole life");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &error) {
@@ -490,6 +493,7 @@ Options parse_options(int argc, char **argv, CLI::App &app, bool &exit_now, int 
         exit_code = app.exit(error);
         return options;
     }
+    mx::bench::trace_through_environment(trace);
     options.sizes = parse_list("--sizes", sizes, parse_size, true);
     options.lookups = parse_list("--lookups", lookups, parse_count, false);
     options.groups = parse_list("--group-sizes", groups, parse_count, false);

@@ -26,6 +26,8 @@
 #include "mx/join/relation.h"
 #include "mx/tasking/runtime.h"
 
+#include "../support/trace_options.h"
+
 namespace {
 
 using mx::join::JoinResult;
@@ -141,6 +143,8 @@ int main(int argc, char **argv) {
     app.add_flag("--verify", verify, "also check every result against the reference join (slow)");
     app.add_flag("--per-run", per_run, "also print every measured run's phase times to stderr");
     app.add_option("--csv", csv_path, "CSV output file ('-' = stdout)");
+    mx::bench::TraceOptions trace;
+    mx::bench::add_trace_options(app, trace, "the last repetition of each micro (task-based) variant");
     CLI11_PARSE(app, argc, argv);
     if (min_bits > max_bits) {
         std::cerr << "mx_bench_join: --min-bits " << min_bits << " is larger than --max-bits " << max_bits
@@ -238,7 +242,20 @@ int main(int argc, char **argv) {
                         make_join(m);
                     }
                     JoinTimings timings;
+                    // --trace / --profile: the last repetition of a task-based variant.
+                    const bool traced = trace.wanted() && m.micro && run == repetitions;
+                    if (traced) {
+                        if (const std::string error = runtime->start_trace(); !error.empty()) {
+                            std::cerr << "mx_bench_join: --trace: " << error << "\n";
+                            return 2;
+                        }
+                    }
                     const JoinResult result = m.micro ? m.micro->run(&timings) : m.classic->run(&timings);
+                    if (traced) {
+                        mx::bench::finish_trace(*runtime, trace, "mx_bench_join",
+                                                variant.name + " with " + std::to_string(bits) +
+                                                    " bits and " + std::to_string(workers) + " workers");
+                    }
                     if (!keep_joins) {
                         m.micro.reset();
                         m.classic.reset();

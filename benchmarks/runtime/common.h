@@ -105,8 +105,9 @@ public:
     /// once all are done (what an idle window starts after).
     virtual void touch_all_workers() = 0;
     /// Starts recording a task timeline (mx variants only): "" or why not.
-    virtual std::string start_trace(std::uint32_t events_per_worker) {
+    virtual std::string start_trace(std::uint32_t events_per_worker, bool queue_times) {
         static_cast<void>(events_per_worker);
+        static_cast<void>(queue_times);
         return name() + " records no traces";
     }
     /// Stops recording; writes the trace to `path` unless it is empty and, with `profile`, puts

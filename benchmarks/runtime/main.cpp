@@ -122,6 +122,7 @@ struct Options {
     std::string trace;                   // throughput benchmarks: trace file of the mx variants
     bool profile{false};                 // print a per-task-type profile of the mx variants
     std::uint32_t trace_events{0};       // events per worker (0: the runtime's default)
+    bool queue_times{true};              // TraceConfig::queue_times
 };
 
 /// --trace FILE for one of several runs: FILE with "-<variant>-w<workers>" before its extension.
@@ -278,7 +279,8 @@ void run_throughput(const Options &options, CsvWriter &csv) {
                 settle();
                 const bool traced = tracing && names[s].rfind("mx", 0) == 0;
                 if (traced) {
-                    if (const std::string error = systems[s]->start_trace(options.trace_events);
+                    if (const std::string error =
+                            systems[s]->start_trace(options.trace_events, options.queue_times);
                         !error.empty()) {
                         throw std::runtime_error{"--trace: " + error};
                     }
@@ -508,6 +510,10 @@ int main(int argc, char **argv) {
         "variants or worker counts add -<variant>-w<workers> before the extension)");
     app.add_flag("--profile", options.profile,
                  "Like --trace, and print tasks and cycles per task type and worker of the last run");
+    app.add_flag(
+        "!--no-queue-times", options.queue_times,
+        "--trace / --profile: record without queue times (TraceConfig::queue_times = false; cheaper for "
+        "tiny tasks)");
     app.add_option("--trace-events", options.trace_events,
                    "Events per worker a trace keeps (later ones are dropped and counted; default 262144)")
         ->check(CLI::Range(1U, 0xFFFFFFFFU));

@@ -314,8 +314,9 @@ public:
         _runtime.wait();
     }
 
-    std::string start_trace(std::uint32_t events_per_worker) override {
-        return _runtime.start_trace(tasking::TraceConfig{.events_per_worker = events_per_worker});
+    std::string start_trace(std::uint32_t events_per_worker, bool queue_times) override {
+        return _runtime.start_trace(
+            tasking::TraceConfig{.events_per_worker = events_per_worker, .queue_times = queue_times});
     }
 
     std::string stop_trace(const std::string &path, bool profile, std::string &report) override {

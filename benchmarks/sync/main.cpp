@@ -24,6 +24,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../support/csv_writer.h"
+#include "../support/trace_options.h"
 #include "common.h"
 
 namespace mx::bench::sync {
@@ -346,7 +347,10 @@ int main(int argc, char **argv) {
     app.add_option("-o,--csv", options.csv, "CSV output file");
     app.add_flag("--append", options.append, "Append to the CSV instead of replacing it");
     app.add_flag("-q,--quiet", options.quiet, "Print only the targets");
+    mx::bench::TraceOptions trace;
+    mx::bench::add_trace_options(app, trace, "each mx runtime's whole life (warm-up included)");
     CLI11_PARSE(app, argc, argv);
+    mx::bench::trace_through_environment(trace);
 
     try {
         mx::bench::CsvWriter csv{options.csv, options.append};

@@ -83,6 +83,7 @@ struct Options {
     bool right_semi_joins{true};
     std::string trace;           // --trace: record the timed runs, write the last one here
     bool trace_alternate{false}; // --trace-alternate: only every second timed run is recorded
+    bool profile{false};         // --profile: record the timed runs, print the last one's profile
 };
 
 enum class Status : std::uint8_t {
@@ -445,7 +446,7 @@ void run_query(mx::sql::Database &db, const Options &options, QueryRun &run,
     for (unsigned i = 0; i < total; ++i) {
         // Recording starts and stops outside the timed call: the time shows what recording
         // costs the query, not start_trace's wait for every worker.
-        const bool traced = !options.trace.empty() && i >= options.warmup &&
+        const bool traced = (!options.trace.empty() || options.profile) && i >= options.warmup &&
                             (!options.trace_alternate || (i - options.warmup) % 2 == 1);
         if (traced) {
             if (const std::string error = db.runtime().start_trace(); !error.empty()) {
@@ -467,11 +468,19 @@ void run_query(mx::sql::Database &db, const Options &options, QueryRun &run,
         }
         const double seconds = seconds_since(start);
         if (traced) {
-            const mx::tasking::TraceWriteResult written = db.runtime().stop_trace(options.trace);
+            const std::optional<mx::tasking::Trace> trace = db.runtime().stop_trace();
+            const mx::tasking::TraceWriteResult written =
+                !trace                  ? mx::tasking::TraceWriteResult{.error = "no trace was recorded"}
+                : options.trace.empty() ? mx::tasking::TraceWriteResult{}
+                                        : trace->write(options.trace);
             if (!written.ok()) {
                 run.status = Status::failed;
                 run.detail = "--trace: " + written.error;
                 return;
+            }
+            if (options.profile && i + 1 >= total - (options.trace_alternate ? 1U : 0U)) {
+                std::fprintf(stderr, "profile of Q%s (last recorded run):\n%s", run.name.c_str(),
+                             trace->profile_table().c_str());
             }
             if (options.trace_alternate) {
                 run.traced.push_back(seconds);
@@ -672,6 +681,10 @@ int main(int argc, char **argv) {
                  "switch the optimizer's magic sets off (correlated subqueries aggregate their whole input)");
     app.add_option("--trace", options.trace,
                    "record the timed runs' task trace; the last one goes to FILE (JSON, CSV for *.csv)");
+    app.add_flag(
+        "--profile", options.profile,
+        "record the timed runs and print the last one's tasks, cycles, queue time, optimistic retries "
+        "and prefetch distance per task type and worker");
     app.add_flag("--trace-alternate", options.trace_alternate,
                  "record only every second timed run and print both medians (tracing overhead)");
     app.add_flag("--explain", options.explain, "print each query's plan (EXPLAIN) before running it");

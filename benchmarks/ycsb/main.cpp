@@ -294,6 +294,10 @@ int main(int argc, char **argv) {
     app.add_option("--trace", options.variant.trace,
                    "mxtasking variants: write each run's task timeline here (Chrome Trace Event JSON, or CSV "
                    "for *.csv; the last repetition stays; $MX_TRACE_EVENTS sets the events kept per worker)");
+    app.add_flag(
+        "--profile", options.variant.profile,
+        "mxtasking variants: record each run and print tasks, cycles, queue time, optimistic retries "
+        "and prefetch distance per task type and worker");
     CLI11_PARSE(app, argc, argv);
     options.variant.work_stealing = !no_steal;
     options.variant.payload_step =

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/trace_options.h"
 #include "mx/index/blinktree/tree.h"
 #include "mx/tasking/runtime.h"
 #include "workload.h"
@@ -120,11 +121,8 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
     tree_config.bypass_min_level = config.bypass_min_level;
     tree_config.payload_step = config.payload_step;
     RunResult result;
-    if (!config.trace.empty()) {
-        if (const std::string error = runtime.start_trace(); !error.empty()) {
-            throw std::invalid_argument{"--trace: " + error};
-        }
-    }
+    const TraceOptions trace{.path = config.trace, .profile = config.profile};
+    start_trace(runtime, trace);
     {
         Tree tree{runtime, tree_config};
         result.load = run_phase(runtime, tree, workload.load, config);
@@ -132,16 +130,8 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
         result.a = run_phase(runtime, tree, workload.a, config);
     }
     runtime.wait();
-    if (!config.trace.empty()) {
-        const tasking::TraceWriteResult written = runtime.stop_trace(config.trace);
-        if (written.ok()) {
-            std::fprintf(stderr, "trace written to %s (%llu events, %llu dropped)\n", config.trace.c_str(),
-                         static_cast<unsigned long long>(written.events),
-                         static_cast<unsigned long long>(written.dropped));
-        } else {
-            std::fprintf(stderr, "mx_bench_ycsb: --trace: %s\n", written.error.c_str());
-        }
-    }
+    finish_trace(runtime, trace, "mx_bench_ycsb",
+                 "mxtasking with " + std::to_string(runtime.worker_count()) + " workers (load, C, A)");
     return result;
 }
 

@@ -147,6 +147,7 @@ struct VariantConfig {
     bool work_stealing{tasking::RuntimeConfig{}.work_stealing};
     std::optional<bool> payload_step{false}; // unset: the tree decides from the measured latency
     std::string trace;                       // mxtasking: write the run's task timeline here ("" = none)
+    bool profile{false};                     // mxtasking: print the run's per-task-type profile
 };
 
 /// Wall time and TSC cycles around a phase.

@@ -172,6 +172,17 @@ NodeLabels labels_of(const Node &node) {
                       .finalize = intern_label(name + " (finalize)")};
 }
 
+/// A pipeline's span in a trace: named as EXPLAIN names it, with its nodes in topological order.
+const char *pipeline_label(const Graph &graph, const Pipeline &pipeline) {
+    std::string label = "pipeline " + std::to_string(pipeline.id) + ":";
+    const char *separator = " ";
+    for (const NodeId id : pipeline.nodes) {
+        label.append(separator).append(graph.node(id).name());
+        separator = ", ";
+    }
+    return intern_label(std::move(label));
+}
+
 } // namespace
 
 RunState::RunState(tasking::Runtime &runtime, Graph &graph, std::vector<Pipeline> pipelines,
@@ -214,6 +225,9 @@ RunState::RunState(tasking::Runtime &runtime, Graph &graph, std::vector<Pipeline
                                          std::memory_order_relaxed);
         state.remaining_nodes.store(static_cast<std::uint32_t>(pipeline.nodes.size()),
                                     std::memory_order_relaxed);
+        if (runtime.tracing()) {
+            state.trace_label = pipeline_label(graph, pipeline);
+        }
     }
     _remaining_nodes.store(size + 1U, std::memory_order_relaxed); // + 1: the kickoff's share
 }
@@ -234,6 +248,9 @@ void RunState::kickoff(TaskContext &context) noexcept {
 void RunState::start_pipeline(std::uint32_t pipeline, TaskContext &context) noexcept {
     PipelineState &state = _pipelines[pipeline];
     state.started = Clock::now();
+    if (state.trace_label != nullptr) [[unlikely]] {
+        state.started_tsc = system::cycles();
+    }
     for (NodeState *source : state.sources) {
         // Spread the start() calls: sources of many pipelines ready at once start in parallel.
         const auto worker =
@@ -399,6 +416,10 @@ void RunState::complete_node(NodeState &node, TaskContext &context) noexcept {
     PipelineState &own = _pipelines[node.pipeline];
     if (own.remaining_nodes.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         own.finished = Clock::now();
+        if (own.trace_label != nullptr) [[unlikely]] {
+            // Ends with this task's slice: the pipeline's span encloses its last task.
+            context.trace_span(own.trace_label, own.started_tsc);
+        }
     }
     for (NodeState *next : node.successors) {
         if (release_share(*next)) {

@@ -109,6 +109,11 @@ struct alignas(system::cache_line_size) PipelineState {
     // the run's remaining-node counter).
     Clock::time_point started{};
     Clock::time_point finished{};
+    // Traced runs: the pipeline's span in the trace ("pipeline N: nodes"; interned, set up by the
+    // constructor, nullptr when the run began without a trace) and its start on the time-stamp
+    // counter (written and read like `started`).
+    const char *trace_label{nullptr};
+    std::uint64_t started_tsc{0};
 };
 
 /// A run: owns itself from start() until finish() deletes it.

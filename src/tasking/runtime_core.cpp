@@ -145,6 +145,11 @@ void RuntimeCore::spawn_external(Task &task) noexcept {
     }
     const auto epoch = static_cast<std::uint8_t>(_epochs.enabled ? global_epoch() % epoch_buckets : 0);
     set_epoch(task, epoch);
+#if MX_TRACING
+    if (stamp_external_spawns()) [[unlikely]] {
+        stamp_spawn(task, system::cycles()); // its queue time in the trace
+    }
+#endif
     _external_spawned[epoch].fetch_add(1, std::memory_order_seq_cst);
     if (routed_to_owner(task)) {
         push_domain(task, domain_of(task.resource()));

@@ -65,6 +65,8 @@ const char *kind_name(TraceEventKind kind) noexcept {
         return "steal_tasks";
     case TraceEventKind::steal_domain:
         return "steal_domain";
+    case TraceEventKind::span:
+        return "span";
     }
     return "unknown";
 }
@@ -81,7 +83,8 @@ class Names {
 public:
     explicit Names(const Trace &trace) : _trace(&trace) {}
     const std::string &operator()(const TraceEvent &event) {
-        const void *key = event.kind == TraceEventKind::task ? event.what : nullptr;
+        const void *key =
+            event.kind == TraceEventKind::task || event.kind == TraceEventKind::span ? event.what : nullptr;
         if (key == nullptr) {
             return _kinds[static_cast<std::size_t>(event.kind)] = _trace->name(event);
         }
@@ -158,6 +161,24 @@ void put_csv_string(Sink &out, std::string_view text) {
     out.put("\"");
 }
 
+/// Per span (sorted by start), the track it goes on: the first whose last span ended by its start.
+std::vector<std::size_t> span_lanes(const std::vector<TraceEvent> &spans) {
+    std::vector<std::size_t> lanes(spans.size(), 0);
+    std::vector<std::uint64_t> lane_end;
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+        std::size_t lane = 0;
+        while (lane < lane_end.size() && static_cast<std::int64_t>(spans[i].start - lane_end[lane]) < 0) {
+            ++lane;
+        }
+        if (lane == lane_end.size()) {
+            lane_end.push_back(0);
+        }
+        lane_end[lane] = spans[i].end;
+        lanes[i] = lane;
+    }
+    return lanes;
+}
+
 void write_json(const Trace &trace, Sink &out) {
     Names names{trace};
     out.printf("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"mxtasking\",\"workers\":%zu,"
@@ -190,11 +211,19 @@ void write_json(const Trace &trace, Sink &out) {
             case TraceEventKind::task:
                 out.printf("\"tasks\":%u,\"resource\":\"0x%" PRIx64
                            "\",\"primitive\":\"%s\",\"stolen\":%s,\"bypassed\":%s,"
-                           "\"squad\":%s,\"cycles\":%" PRIu64 "}}",
+                           "\"squad\":%s,\"cycles\":%" PRIu64,
                            event.count, event.resource, primitive_name(event.other),
                            (event.flags & trace_stolen) != 0 ? "true" : "false",
                            (event.flags & trace_bypassed) != 0 ? "true" : "false",
                            (event.flags & trace_squad) != 0 ? "true" : "false", event.end - event.start);
+                if ((event.flags & trace_queued) != 0) {
+                    out.printf(",\"queue_us\":%.3f", static_cast<double>(event.queue_cycles) /
+                                                         trace.cycles_per_us /
+                                                         static_cast<double>(std::max(event.count, 1U)));
+                }
+                out.printf(",\"retries\":%u,\"prefetch_distance\":%.2f}}", event.retries,
+                           static_cast<double>(event.prefetch_distance) /
+                               static_cast<double>(std::max(event.count, 1U)));
                 break;
             case TraceEventKind::steal_tasks:
                 out.printf("\"tasks\":%u,\"victim\":%u}}", event.count, unsigned{event.other});
@@ -208,6 +237,29 @@ void write_json(const Trace &trace, Sink &out) {
             }
         }
     }
+    // Spans on tracks of their own ("pipelines"): a track holds spans that do not overlap, so
+    // viewers draw each as a slice (overlapping slices on one track would have to nest).
+    const std::vector<std::size_t> lanes = span_lanes(trace.spans);
+    const std::size_t first_tid = trace.workers.size();
+    const std::size_t lane_count = lanes.empty() ? 0 : *std::max_element(lanes.begin(), lanes.end()) + 1;
+    for (std::size_t lane = 0; lane < lane_count; ++lane) {
+        out.printf(",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"name\":"
+                   "\"%s\"}}",
+                   first_tid + lane,
+                   lane == 0 ? "pipelines" : ("pipelines " + std::to_string(lane + 1)).c_str());
+        out.printf(",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"sort_"
+                   "index\":%zu}}",
+                   first_tid + lane, first_tid + lane);
+    }
+    for (std::size_t i = 0; i < trace.spans.size(); ++i) {
+        const TraceEvent &span = trace.spans[i];
+        out.put(",\n{\"name\":");
+        put_json_string(out, names(span));
+        const double start = trace.microseconds(span.start);
+        out.printf(
+            ",\"cat\":\"span\",\"ph\":\"X\",\"pid\":1,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{}}",
+            first_tid + lanes[i], start, trace.microseconds(span.end) - start);
+    }
     out.put("\n]}\n");
 }
 
@@ -217,19 +269,29 @@ void write_csv(const Trace &trace, Sink &out) {
                trace.workers.size(), trace.events(), trace.dropped(), trace.cycles_per_us);
     out.put(
         "worker,kind,name,start_us,duration_us,start_tsc,end_tsc,resource,primitive,stolen,bypassed,squad,"
-        "count,other\n");
+        "count,other,queued,queue_cycles,retries,prefetch_distance\n");
+    const auto line = [&](const std::string &worker, const TraceEvent &event) {
+        const double start = trace.microseconds(event.start);
+        out.put(worker);
+        out.printf(",%s,", kind_name(event.kind));
+        put_csv_string(out, names(event));
+        const bool task = event.kind == TraceEventKind::task;
+        out.printf(",%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",0x%" PRIx64 ",%s,%d,%d,%d,%u,%u,%d,%" PRIu64
+                   ",%u,%u\n",
+                   start, trace.microseconds(event.end) - start, event.start, event.end, event.resource,
+                   task ? primitive_name(event.other) : "", (event.flags & trace_stolen) != 0 ? 1 : 0,
+                   (event.flags & trace_bypassed) != 0 ? 1 : 0, (event.flags & trace_squad) != 0 ? 1 : 0,
+                   event.count, task ? 0U : unsigned{event.other}, (event.flags & trace_queued) != 0 ? 1 : 0,
+                   event.queue_cycles, event.retries, event.prefetch_distance);
+    };
     for (std::size_t w = 0; w < trace.workers.size(); ++w) {
+        const std::string worker = std::to_string(w);
         for (const TraceEvent &event : trace.workers[w].events) {
-            const double start = trace.microseconds(event.start);
-            out.printf("%zu,%s,", w, kind_name(event.kind));
-            put_csv_string(out, names(event));
-            out.printf(",%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",0x%" PRIx64 ",%s,%d,%d,%d,%u,%u\n", start,
-                       trace.microseconds(event.end) - start, event.start, event.end, event.resource,
-                       event.kind == TraceEventKind::task ? primitive_name(event.other) : "",
-                       (event.flags & trace_stolen) != 0 ? 1 : 0, (event.flags & trace_bypassed) != 0 ? 1 : 0,
-                       (event.flags & trace_squad) != 0 ? 1 : 0, event.count,
-                       event.kind == TraceEventKind::task ? 0U : unsigned{event.other});
+            line(worker, event);
         }
+    }
+    for (const TraceEvent &span : trace.spans) {
+        line("", span);
     }
 }
 
@@ -242,7 +304,7 @@ bool ends_with(std::string_view text, std::string_view suffix) noexcept {
 // ---- Trace ---------------------------------------------------------------------------------
 
 std::uint64_t Trace::events() const noexcept {
-    std::uint64_t sum = 0;
+    std::uint64_t sum = spans.size();
     for (const auto &worker : workers) {
         sum += worker.events.size();
     }
@@ -258,7 +320,7 @@ std::uint64_t Trace::dropped() const noexcept {
 }
 
 std::string Trace::name(const TraceEvent &event) const {
-    if (event.kind != TraceEventKind::task) {
+    if (event.kind != TraceEventKind::task && event.kind != TraceEventKind::span) {
         return kind_name(event.kind);
     }
     if (event.what == nullptr) {
@@ -295,6 +357,12 @@ std::vector<TaskProfile> Trace::profile() const {
             row.total_cycles += event.end - event.start;
             row.stolen += (event.flags & trace_stolen) != 0 ? event.count : 0U;
             row.bypassed += (event.flags & trace_bypassed) != 0 ? event.count : 0U;
+            if ((event.flags & trace_queued) != 0) {
+                row.queued += event.count;
+                row.queue_cycles += event.queue_cycles;
+            }
+            row.retries += event.retries;
+            row.prefetch_distance += event.prefetch_distance;
         }
     }
     std::sort(rows.begin(), rows.end(), [](const TaskProfile &a, const TaskProfile &b) {
@@ -317,14 +385,20 @@ std::string Trace::profile_table() const {
         total.total_cycles += row.total_cycles;
         total.stolen += row.stolen;
         total.bypassed += row.bypassed;
+        total.queued += row.queued;
+        total.queue_cycles += row.queue_cycles;
+        total.retries += row.retries;
+        total.prefetch_distance += row.prefetch_distance;
     }
     std::string text;
     Sink out{text};
-    out.printf("%-8s %12s %16s %12s %10s %10s  %s\n", "worker", "tasks", "total_cycles", "mean_cycles",
-               "stolen", "bypassed", "task");
+    out.printf("%-8s %12s %16s %12s %12s %10s %8s %10s %10s  %s\n", "worker", "tasks", "total_cycles",
+               "mean_cycles", "mean_queue", "retries", "prefetch", "stolen", "bypassed", "task");
     const auto line = [&out](const TaskProfile &row, const char *worker) {
-        out.printf("%-8s %12" PRIu64 " %16" PRIu64 " %12.1f %10" PRIu64 " %10" PRIu64 "  ", worker, row.tasks,
-                   row.total_cycles, row.mean_cycles(), row.stolen, row.bypassed);
+        out.printf("%-8s %12" PRIu64 " %16" PRIu64 " %12.1f %12.1f %10" PRIu64 " %8.2f %10" PRIu64
+                   " %10" PRIu64 "  ",
+                   worker, row.tasks, row.total_cycles, row.mean_cycles(), row.mean_queue_cycles(),
+                   row.retries, row.mean_prefetch_distance(), row.stolen, row.bypassed);
         out.put(row.name);
         out.put("\n");
     };
@@ -336,6 +410,8 @@ std::string Trace::profile_table() const {
             }
         }
     }
+    out.put("(cycles of the time-stamp counter; mean_queue: spawn to start, over the tasks spawned while "
+            "recording; prefetch: mean prefetch distance in tasks)\n");
     if (dropped() > 0) {
         out.printf("(%" PRIu64 " events dropped: the buffers were full; counts are lower bounds)\n",
                    dropped());
@@ -405,29 +481,54 @@ TraceWriteResult Runtime::stop_trace(const std::string &path) {
 
 bool Runtime::tracing() const noexcept { return _core->tracing(); }
 
+void Runtime::trace_span(const char *label, std::uint64_t start_tsc, std::uint64_t end_tsc) {
+    if (detail::Worker *worker = detail::current_worker();
+        worker != nullptr && &worker->core() == _core.get()) {
+        worker->trace_span(label, start_tsc, end_tsc);
+    } else {
+        _core->trace_span_external(label, start_tsc, end_tsc);
+    }
+}
+
 void Runtime::start_env_trace() {
     const char *path = std::getenv("MX_TRACE");
-    if (path == nullptr || *path == '\0') {
+    const char *profile = std::getenv("MX_TRACE_PROFILE");
+    const bool wants_profile = profile != nullptr && *profile != '\0' && std::string_view{profile} != "0";
+    if ((path == nullptr || *path == '\0') && !wants_profile) {
         return;
     }
     if (const std::string error = start_trace(); !error.empty()) {
         std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", error.c_str());
         return;
     }
-    _core->env_trace_path = path;
+    _core->env_trace_path = path != nullptr ? path : "";
+    _core->env_trace_profile = wants_profile;
+    _core->env_tracing = true;
 }
 
 void Runtime::stop_env_trace() noexcept {
-    if (_core->env_trace_path.empty() || !_core->tracing()) {
+    if (!_core->env_tracing || !_core->tracing()) {
         return;
     }
+    _core->env_tracing = false;
     try {
-        const TraceWriteResult result = stop_trace(_core->env_trace_path);
-        if (result.ok()) {
-            std::fprintf(stderr, "mxtasking: trace written to %s (%" PRIu64 " events, %" PRIu64 " dropped)\n",
-                         _core->env_trace_path.c_str(), result.events, result.dropped);
-        } else {
-            std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", result.error.c_str());
+        const std::optional<Trace> trace = stop_trace();
+        if (!trace) {
+            return;
+        }
+        if (!_core->env_trace_path.empty()) {
+            const TraceWriteResult result = trace->write(_core->env_trace_path);
+            if (result.ok()) {
+                std::fprintf(stderr,
+                             "mxtasking: trace written to %s (%" PRIu64 " events, %" PRIu64 " dropped)\n",
+                             _core->env_trace_path.c_str(), result.events, result.dropped);
+            } else {
+                std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", result.error.c_str());
+            }
+        }
+        if (_core->env_trace_profile) {
+            std::fprintf(stderr, "mxtasking: profile of this runtime's life (MX_TRACE_PROFILE):\n%s",
+                         trace->profile_table().c_str());
         }
     } catch (const std::exception &error) {
         std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", error.what());
@@ -438,9 +539,13 @@ namespace detail {
 
 // ---- the hand-shake with the workers -------------------------------------------------------
 
-void Worker::prepare_trace(std::uint32_t capacity, bool merge_equal_tasks) {
+void Worker::prepare_trace(const TraceConfig &config, std::uint32_t capacity, std::uint64_t origin) {
     _trace.storage.assign(capacity, TraceEvent{}); // touched now, not on the first events
-    _trace.merge = merge_equal_tasks;
+    _trace.merge = config.merge_equal_tasks;
+    _trace.queue_times = config.queue_times;
+    _trace.origin = origin;
+    _trace.pending_spans.clear();
+    _trace.pending_spans.reserve(64); // spans come at pipeline granularity: rarely grows
     _trace.open = TraceEvent{};
     _trace.size = 0;
     _trace.dropped = 0;
@@ -449,6 +554,11 @@ void Worker::prepare_trace(std::uint32_t capacity, bool merge_equal_tasks) {
 
 Trace::Worker Worker::take_trace() {
     Trace::Worker result;
+    // A span still waiting for its task's slice (a task that never closed one) ends where it began.
+    for (const std::uint32_t index : _trace.pending_spans) {
+        _trace.storage[index].end = _trace.storage[index].start;
+    }
+    _trace.pending_spans.clear();
     _trace.storage.resize(_trace.size);
     result.events = std::move(_trace.storage);
     result.dropped = _trace.dropped;
@@ -482,11 +592,16 @@ std::string RuntimeCore::start_trace(const TraceConfig &config) {
         }
     }
     // Every worker acknowledged the last stop (or never traced): nobody touches the buffers.
-    for (auto &worker : _workers) {
-        worker->prepare_trace(capacity, config.merge_equal_tasks);
-    }
     _trace_origin_ns = steady_ns();
     _trace_origin_tsc = system::cycles();
+    for (auto &worker : _workers) {
+        worker->prepare_trace(config, capacity, _trace_origin_tsc);
+    }
+    _trace_queue_times.store(config.queue_times, std::memory_order_relaxed);
+    {
+        const std::lock_guard spans{_external_spans_mutex};
+        _external_spans.clear();
+    }
     _trace_generation.store(generation + 1, std::memory_order_seq_cst);
     // Every task spawned after this returns is recorded: wait until each worker took the
     // generation on (at its next round; a sleeping one is woken for it) or has left its loop.
@@ -509,6 +624,18 @@ void RuntimeCore::await_workers(std::uint32_t generation) noexcept {
             std::this_thread::sleep_for(std::chrono::microseconds{50});
         }
     }
+}
+
+void RuntimeCore::trace_span_external(const char *label, std::uint64_t start, std::uint64_t end) {
+    if (!tracing()) {
+        return;
+    }
+    const std::lock_guard lock{_external_spans_mutex};
+    _external_spans.push_back(TraceEvent{.start = start,
+                                         .end = end == trace_until_task_end ? system::cycles() : end,
+                                         .what = label,
+                                         .kind = TraceEventKind::span,
+                                         .flags = trace_label});
 }
 
 bool RuntimeCore::stop_trace(Trace &trace, std::string &error) {
@@ -540,9 +667,24 @@ bool RuntimeCore::stop_trace(Trace &trace, std::string &error) {
     trace.cycles_per_us = static_cast<double>(end_tsc - _trace_origin_tsc) /
                           (static_cast<double>(end_ns - _trace_origin_ns) / 1000.0);
     trace.workers.clear();
+    trace.spans.clear();
     for (auto &worker : _workers) {
         trace.workers.push_back(worker->take_trace());
+        // Spans go to their own track: out of the worker's events.
+        auto &events = trace.workers.back().events;
+        const auto spans = std::stable_partition(events.begin(), events.end(), [](const TraceEvent &event) {
+            return event.kind != TraceEventKind::span;
+        });
+        trace.spans.insert(trace.spans.end(), spans, events.end());
+        events.erase(spans, events.end());
     }
+    {
+        const std::lock_guard spans{_external_spans_mutex};
+        trace.spans.insert(trace.spans.end(), _external_spans.begin(), _external_spans.end());
+        _external_spans.clear();
+    }
+    std::stable_sort(trace.spans.begin(), trace.spans.end(),
+                     [](const TraceEvent &a, const TraceEvent &b) { return a.start < b.start; });
     return true;
 }
 

@@ -95,11 +95,12 @@ void Worker::run() noexcept {
 void Worker::sync_trace() noexcept {
     const std::uint32_t generation = _core->trace_generation();
     _tracing = (generation & 1U) != 0;
+    _stamp_spawns = _tracing && _trace.queue_times;
     _trace_seen = generation;
     _shared.trace_ack.store(generation, std::memory_order_release);
 }
 
-[[gnu::always_inline]] inline void Worker::execute_traced(Task &task, bool stolen,
+[[gnu::always_inline]] inline void Worker::execute_traced(Task &task, bool stolen, std::uint32_t distance,
                                                           TraceEvent &open) noexcept {
     _bypass_chain = 0;
     std::uint8_t flags = stolen ? trace_stolen : 0;
@@ -109,16 +110,35 @@ void Worker::sync_trace() noexcept {
         const void *what = label != nullptr ? static_cast<const void *>(label) : &typeid(*current);
         const ResourcePtr resource = current->resource();
         const auto address = reinterpret_cast<std::uintptr_t>(resource.get());
-        const auto event_flags = static_cast<std::uint8_t>(flags | (label != nullptr ? trace_label : 0U) |
-                                                           (current->squad() != nullptr ? trace_squad : 0U));
-        // One time stamp per run of equal tasks: it ends the previous run and starts this one
-        // (reading the counter costs more than a tiny task: about 13 ns on this VM).
+        // A task spawned while recording carries its spawn time: its queue time costs a counter
+        // read per task. A stamp from before start_trace (a kept task spawned earlier) is stale.
+        std::uint64_t now = 0;
+        std::uint64_t queue = 0; // stays 0 unless the task has a queue time
+        std::uint8_t queued = 0;
+        if (_stamp_spawns && (flags & trace_bypassed) == 0) {
+            if (const std::uint64_t spawned = RuntimeCore::spawn_tsc_of(*current); spawned != 0) {
+                now = system::cycles();
+                const std::uint64_t waited = (now - spawned) & RuntimeCore::spawn_tsc_mask;
+                if (waited <= now - _trace.origin) {
+                    queue = waited;
+                    queued = trace_queued;
+                }
+            }
+        }
+        const auto event_flags =
+            static_cast<std::uint8_t>(flags | (label != nullptr ? trace_label : 0U) |
+                                      (current->squad() != nullptr ? trace_squad : 0U) | queued);
+        // Without queue times, one time stamp per run of equal tasks: it ends the previous run
+        // and starts this one (reading the counter costs more than a tiny task: about 13 ns on
+        // this VM). With them, the read for the queue time serves here, too.
         if (open.count == 0 || !_trace.merge || open.what != what || open.resource != address ||
-            open.flags != event_flags || open.count == 0xFFFFFFFFU) [[unlikely]] {
-            const std::uint64_t now = system::cycles();
+            open.flags != event_flags || open.count == max_traced_run) [[unlikely]] {
+            if (now == 0) {
+                now = system::cycles();
+            }
             if (open.count != 0) {
                 open.end = now;
-                record(open);
+                _trace.record_task(open);
             }
             open = TraceEvent{.start = now,
                               .what = what,
@@ -129,8 +149,29 @@ void Worker::sync_trace() noexcept {
                               .flags = event_flags};
         }
         ++open.count;
-        current = execute_one(*current);
+        open.queue_cycles += queue;
+        open.prefetch_distance += distance;
+        // Only reads of optimistic resources retry. Only this worker bumps its retry count: a
+        // relaxed load sees its own last bump.
+        const bool optimistic = resource && (primitive_of(resource) == sync::Primitive::optimistic_latched ||
+                                             primitive_of(resource) == sync::Primitive::optimistic_scheduled);
+        if (optimistic) [[unlikely]] {
+            const std::uint64_t retries = _shared.optimistic_retries.load(std::memory_order_relaxed);
+            current = execute_one(*current);
+            open.retries += static_cast<std::uint32_t>(
+                _shared.optimistic_retries.load(std::memory_order_relaxed) - retries);
+        } else {
+            current = execute_one(*current);
+        }
         flags = trace_bypassed;
+        distance = 0; // a bypass successor is not prefetched
+    }
+}
+
+void Worker::trace_span(const char *label, std::uint64_t start, std::uint64_t end) noexcept {
+    if (_tracing) {
+        _trace.record_span(TraceEvent{
+            .start = start, .end = end, .what = label, .kind = TraceEventKind::span, .flags = trace_label});
     }
 }
 
@@ -147,6 +188,7 @@ void Worker::run_buffer_static() noexcept {
     std::uint32_t top_ups = 0;
     // Traced: the open run of equal tasks lives in a local while the tasks run.
     [[maybe_unused]] TraceEvent open{};
+    [[maybe_unused]] const std::uint32_t traced_distance = std::min(distance, max_traced_distance);
     if constexpr (Traced) {
         open = _trace.open;
     }
@@ -169,7 +211,7 @@ void Worker::run_buffer_static() noexcept {
         }
         if constexpr (Traced) {
             const std::uint32_t slot = _buffer.position++;
-            execute_traced(*_buffer.tasks[slot], slot < _trace.stolen_until, open);
+            execute_traced(*_buffer.tasks[slot], slot < _trace.stolen_until, traced_distance, open);
         } else {
             execute(*_buffer.tasks[_buffer.position++]);
         }
@@ -217,17 +259,21 @@ void Worker::run_buffer_dynamic() noexcept {
         }
         Task *task = _buffer.tasks[_buffer.position++];
         if constexpr (Traced) {
-            const bool stolen = _buffer.position - 1 < _trace.stolen_until;
+            const std::uint32_t slot = _buffer.position - 1;
+            const bool stolen = slot < _trace.stolen_until;
+            // Its data was prefetched while the task at its prefetch slot was about to run.
+            const std::uint32_t distance =
+                std::min(slot - std::min(slot, _buffer.prefetch_slots[slot]), max_traced_distance);
             if (--_buffer.sample_countdown == 0) [[unlikely]] {
                 // While tracing, a sample also counts the bypass successors the task hands over.
                 _buffer.sample_countdown = PrefetchBuffer::sample_interval;
                 const void *type = &typeid(*task);
                 const std::uint64_t start = system::cycles();
-                execute_traced(*task, stolen, open);
+                execute_traced(*task, stolen, distance, open);
                 _buffer.record_sample(type, static_cast<std::uint32_t>(std::min<std::uint64_t>(
                                                 system::cycles() - start, 1U << 24U)));
             } else {
-                execute_traced(*task, stolen, open);
+                execute_traced(*task, stolen, distance, open);
             }
         } else if (--_buffer.sample_countdown == 0) [[unlikely]] {
             execute_sampled(*task);

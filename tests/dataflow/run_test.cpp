@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <stdexcept>
@@ -22,6 +23,7 @@
 
 #include <mx/dataflow/graph.h>
 #include <mx/tasking/runtime.h>
+#include <mx/tasking/trace.h>
 
 #include "support/runtime_fixture.h"
 #include "test_nodes.h"
@@ -504,6 +506,62 @@ TEST_P(DataflowRun, ProfileCountsEveryTaskOfEveryNode) {
     EXPECT_LE(profiled.nodes[sum.id()].tasks, sum_tasks + 1);
     EXPECT_GT(profiled.nodes[map.id()].busy.count(), 0);
     EXPECT_LE(profiled.nodes[map.id()].busy, profiled.elapsed * workers());
+}
+
+TEST_P(DataflowRun, TracedRunShowsEachPipelineAsASpanAroundItsTasks) {
+    // Pipeline 0: "a scan" -> "a sink"; pipeline 1: "b scan" -> "b sink", after "a sink".
+    Graph graph;
+    auto &scan_a = source(graph, "a scan", scaled(400));
+    auto &sink_a = graph.add<Op>("a sink", OpConfig{.forward = false, .spin = 50, .use_parts = true});
+    auto &scan_b = source(graph, "b scan", scaled(300));
+    auto &sink_b = graph.add<Op>("b sink", OpConfig{.forward = false, .use_parts = true});
+    graph.connect(scan_a, sink_a);
+    graph.connect(scan_b, sink_b);
+    graph.depend(sink_a, scan_b);
+    ASSERT_EQ(runtime().start_trace(), "");
+    check_graph(graph, mx::dataflow::run(runtime(), graph));
+    const std::optional<mx::tasking::Trace> trace = runtime().stop_trace();
+    ASSERT_TRUE(trace);
+    ASSERT_EQ(trace->spans.size(), 2U);
+    const std::vector<std::pair<std::string, std::vector<std::string>>> pipelines = {
+        {"pipeline 0: a scan, a sink", {"a scan", "a sink"}},
+        {"pipeline 1: b scan, b sink", {"b scan", "b sink"}}};
+    for (const auto &[label, nodes] : pipelines) {
+        SCOPED_TRACE(label);
+        const auto span =
+            std::find_if(trace->spans.begin(), trace->spans.end(),
+                         [&, &label = label](const auto &event) { return trace->name(event) == label; });
+        ASSERT_NE(span, trace->spans.end()) << "no span named like the pipeline in EXPLAIN";
+        const auto of_pipeline = [&, &nodes = nodes](const std::string &name) {
+            return std::any_of(nodes.begin(), nodes.end(),
+                               [&](const std::string &node) { return name.rfind(node, 0) == 0; });
+        };
+        std::uint64_t tasks = 0;
+        bool ends_with_last_slice = false;
+        for (const auto &worker : trace->workers) {
+            for (const mx::tasking::TraceEvent &event : worker.events) {
+                if (event.kind != mx::tasking::TraceEventKind::task || !of_pipeline(trace->name(event))) {
+                    continue;
+                }
+                tasks += event.count;
+                // Every task of the pipeline starts inside its span; the slice of the task that
+                // completed the pipeline ends the span.
+                EXPECT_GE(event.start, span->start) << trace->name(event);
+                EXPECT_LE(event.start, span->end) << trace->name(event);
+                ends_with_last_slice = ends_with_last_slice || event.end == span->end;
+            }
+        }
+        EXPECT_GT(tasks, 0U);
+        EXPECT_TRUE(ends_with_last_slice) << "the span ends with the slice of the pipeline's last task";
+    }
+    EXPECT_GE(trace->spans[1].start, trace->spans[0].start) << "pipeline 1 waits for pipeline 0";
+    EXPECT_NE(trace->to_json().find("\"name\":\"pipelines\""), std::string::npos);
+    // Without a trace, no spans are recorded (and none are waiting for the next trace).
+    check_graph(graph, mx::dataflow::run(runtime(), graph));
+    ASSERT_EQ(runtime().start_trace(), "");
+    const std::optional<mx::tasking::Trace> empty = runtime().stop_trace();
+    ASSERT_TRUE(empty);
+    EXPECT_TRUE(empty->spans.empty());
 }
 
 TEST_P(DataflowRun, FinalizeEmitsToOtherWorkersBeforeTheSinkFinalizes) {

@@ -2,13 +2,14 @@
 // workers that ran them, as well-formed slices (ends after starts, no overlap on one worker,
 // monotonic); the JSON parses and the CSV has its columns; recording starts and stops while
 // tasks run; a full buffer drops and counts; an unwritable path is an error and the runtime goes
-// on.
+// on; the profile's queue times, optimistic retries and prefetch distances; user spans.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -533,7 +534,7 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
     EXPECT_EQ(other->at("dropped").number, 0.0);
     EXPECT_EQ(other->at("events").number, static_cast<double>(trace->events()));
 
-    // CSV: a comment line, a header, one line per event with 14 fields (the name quoted).
+    // CSV: a comment line, a header, one line per event with 18 fields (the name quoted).
     std::istringstream csv{trace->to_csv()};
     std::string line;
     ASSERT_TRUE(std::getline(csv, line));
@@ -541,7 +542,7 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
     ASSERT_TRUE(std::getline(csv, line));
     EXPECT_EQ(line,
               "worker,kind,name,start_us,duration_us,start_tsc,end_tsc,resource,primitive,stolen,bypassed,"
-              "squad,count,other");
+              "squad,count,other,queued,queue_cycles,retries,prefetch_distance");
     std::uint64_t rows = 0;
     std::uint64_t leaf_rows = 0;
     while (std::getline(csv, line)) {
@@ -552,7 +553,7 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
             quoted = c == '"' ? !quoted : quoted;
             fields += (!quoted && c == ',') ? 1U : 0U;
         }
-        EXPECT_EQ(fields, 14U) << line;
+        EXPECT_EQ(fields, 18U) << line;
         if (line.find(",task,\"leaf\",") != std::string::npos) {
             // No commas inside this name: the 13th field is the task count.
             std::istringstream fields_of{line};
@@ -634,6 +635,259 @@ TEST_P(TraceTest, FullBufferDropsAndCounts) {
     const std::optional<Json> document = reader.read();
     ASSERT_TRUE(document) << reader.error();
     EXPECT_EQ(document->at("otherData").at("dropped").number, static_cast<double>(trace->dropped()));
+}
+
+/// A labelled task that does nothing (its queue time is what a test looks at).
+class NamedTask final : public Task {
+public:
+    NamedTask(const char *label, const mx::tasking::Annotation &annotation) noexcept
+        : Task(annotation), _label(label) {}
+    TaskResult execute(TaskContext &) noexcept override { return TaskResult::remove(); }
+    [[nodiscard]] const char *trace_label() const noexcept override { return _label; }
+
+private:
+    const char *_label;
+};
+
+/// The profile rows of `name` summed over the workers.
+mx::tasking::TaskProfile profile_of(const Trace &trace, const std::string &name) {
+    mx::tasking::TaskProfile sum{.name = name};
+    for (const mx::tasking::TaskProfile &row : trace.profile()) {
+        if (row.name == name) {
+            sum.tasks += row.tasks;
+            sum.queued += row.queued;
+            sum.queue_cycles += row.queue_cycles;
+            sum.retries += row.retries;
+            sum.prefetch_distance += row.prefetch_distance;
+        }
+    }
+    return sum;
+}
+
+void busy_for(std::chrono::microseconds duration) noexcept {
+    const auto until = std::chrono::steady_clock::now() + duration;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+}
+
+TEST_P(TraceTest, QueueTimeIsFromSpawnToStart) {
+    constexpr std::chrono::microseconds delay{3000};
+    ASSERT_EQ(runtime().start_trace(), "");
+    // From a task: the successor is pinned to the spawner's worker, which stays busy for `delay`
+    // after the spawn, so the successor waits at least that long in the worker's queue.
+    runtime().spawn(
+        [delay](TaskContext &context) {
+            context.spawn(
+                *context.new_task<NamedTask>("delayed", mx::tasking::Annotation{.target_worker = 0}));
+            busy_for(delay);
+        },
+        mx::tasking::Annotation{.target_worker = 0});
+    runtime().wait();
+    // From outside the runtime: queued behind a task that holds worker 0 until released.
+    std::atomic<bool> release{false};
+    runtime().spawn([&release] { mx::test::spin_until(release); },
+                    mx::tasking::Annotation{.target_worker = 0});
+    runtime().spawn(*runtime().new_task<NamedTask>("late", mx::tasking::Annotation{.target_worker = 0}));
+    std::this_thread::sleep_for(delay);
+    release.store(true, std::memory_order_release);
+    // Not delayed: spawned and run right away on idle workers.
+    for (int i = 0; i < 8; ++i) {
+        runtime().spawn(*runtime().new_task<NamedTask>("prompt", mx::tasking::Annotation{}));
+        runtime().wait();
+    }
+    runtime().wait();
+    const std::optional<Trace> trace = runtime().stop_trace();
+    ASSERT_TRUE(trace);
+    const double at_least = static_cast<double>(delay.count()) * 0.9 * trace->cycles_per_us;
+    for (const char *name : {"delayed", "late"}) {
+        const mx::tasking::TaskProfile row = profile_of(*trace, name);
+        EXPECT_EQ(row.tasks, 1U) << name;
+        ASSERT_EQ(row.queued, 1U) << name << ": spawned while recording, so it has a queue time";
+        EXPECT_GE(row.mean_queue_cycles(), at_least) << name;
+    }
+    const mx::tasking::TaskProfile prompt = profile_of(*trace, "prompt");
+    EXPECT_EQ(prompt.queued, 8U);
+    const std::string table = trace->profile_table();
+    EXPECT_NE(table.find("mean_queue"), std::string::npos) << table;
+    // The JSON carries each slice's mean queue time.
+    const std::string json = trace->to_json();
+    JsonReader reader{json};
+    const std::optional<Json> document = reader.read();
+    ASSERT_TRUE(document) << reader.error();
+    bool seen = false;
+    for (const Json &event : document->at("traceEvents").array) {
+        if (event.at("name").string == "late") {
+            seen = true;
+            EXPECT_GE(event.at("args").at("queue_us").number, static_cast<double>(delay.count()) * 0.9);
+        }
+    }
+    EXPECT_TRUE(seen);
+
+    // Without queue times: the same tasks carry none (their stale stamps from the trace above
+    // are not taken for this one's).
+    ASSERT_EQ(runtime().start_trace(TraceConfig{.queue_times = false}), "");
+    runtime().spawn(
+        [delay](TaskContext &context) {
+            context.spawn(
+                *context.new_task<NamedTask>("delayed", mx::tasking::Annotation{.target_worker = 0}));
+            busy_for(delay);
+        },
+        mx::tasking::Annotation{.target_worker = 0});
+    runtime().wait();
+    const std::optional<Trace> without = runtime().stop_trace();
+    ASSERT_TRUE(without);
+    EXPECT_EQ(profile_of(*without, "delayed").tasks, 1U);
+    EXPECT_EQ(profile_of(*without, "delayed").queued, 0U);
+}
+
+/// Reads the resource optimistically; its first run waits inside the read until a writer changed
+/// the resource, so that run's validation fails and the task runs again.
+class ConflictedReader final : public Task {
+public:
+    ConflictedReader(const mx::tasking::Annotation &annotation, std::atomic<bool> &reading,
+                     std::atomic<bool> &written) noexcept
+        : Task(annotation), _reading(&reading), _written(&written) {}
+    TaskResult execute(TaskContext &) noexcept override {
+        if (!_reading->exchange(true, std::memory_order_acq_rel)) {
+            mx::test::spin_until(*_written);
+        }
+        return TaskResult::remove();
+    }
+    [[nodiscard]] const char *trace_label() const noexcept override { return "conflicted reader"; }
+
+private:
+    std::atomic<bool> *_reading;
+    std::atomic<bool> *_written;
+};
+
+std::uint64_t optimistic_retries(const mx::tasking::Runtime &runtime) {
+    std::uint64_t sum = 0;
+    for (const auto &stats : runtime.statistics()) {
+        sum += stats.optimistic_retries;
+    }
+    return sum;
+}
+
+TEST_P(TraceTest, OptimisticRetriesAreCountedPerTaskType) {
+    if (workers() < 2) {
+        GTEST_SKIP() << "the conflicting writer needs a second worker";
+    }
+    const mx::tasking::ResourcePtr resource = runtime().new_resource<std::uint64_t>(
+        mx::tasking::ResourceAnnotation{.primitive = mx::sync::Primitive::optimistic_latched}, 0U);
+    std::atomic<bool> reading{false};
+    std::atomic<bool> written{false};
+    const std::uint64_t retries_before = optimistic_retries(runtime());
+    ASSERT_EQ(runtime().start_trace(), "");
+    runtime().spawn(*runtime().new_task<ConflictedReader>(
+        mx::tasking::Annotation{
+            .target_worker = 0, .resource = resource, .access = mx::tasking::AccessMode::read_only},
+        reading, written));
+    ASSERT_TRUE(mx::test::eventually([&] { return reading.load(); }));
+    runtime().spawn(
+        [resource, &written] {
+            ++*resource.get<std::uint64_t>();
+            written.store(true, std::memory_order_release);
+        },
+        mx::tasking::Annotation{
+            .target_worker = 1, .resource = resource, .access = mx::tasking::AccessMode::write});
+    runtime().wait();
+    const std::optional<Trace> trace = runtime().stop_trace();
+    ASSERT_TRUE(trace);
+    const std::uint64_t retries = optimistic_retries(runtime()) - retries_before;
+    EXPECT_GE(retries, 1U) << "the writer's change must fail the first read's validation";
+    const mx::tasking::TaskProfile reader = profile_of(*trace, "conflicted reader");
+    EXPECT_EQ(reader.retries, retries) << "every failed validation is the reader's";
+    EXPECT_EQ(profile_of(*trace, "conflicted reader").tasks, reader.tasks);
+    std::uint64_t all_retries = 0;
+    for (const mx::tasking::TaskProfile &row : trace->profile()) {
+        all_retries += row.retries;
+    }
+    EXPECT_EQ(all_retries, retries);
+    runtime().delete_resource(resource);
+}
+
+TEST_P(TraceTest, PrefetchDistanceIsTheWorkersDistance) {
+    for (const std::uint32_t distance : {0U, 3U}) {
+        mx::tasking::RuntimeConfig config = shape_config();
+        config.prefetch_distance = distance;
+        config.dynamic_prefetch = false;
+        start_runtime(config);
+        ASSERT_EQ(runtime().start_trace(), "");
+        const std::uint32_t leaves = scaled(200);
+        for (std::uint32_t i = 0; i < leaves; ++i) {
+            runtime().spawn(*runtime().new_task<LeafTask>(_leaves_ran));
+        }
+        runtime().wait();
+        const std::optional<Trace> trace = runtime().stop_trace();
+        ASSERT_TRUE(trace);
+        const mx::tasking::TaskProfile leaf = profile_of(*trace, "leaf");
+        EXPECT_EQ(leaf.tasks, leaves);
+        EXPECT_DOUBLE_EQ(leaf.mean_prefetch_distance(), static_cast<double>(distance));
+    }
+}
+
+TEST_P(TraceTest, SpansGoOnTheirOwnTrack) {
+    ASSERT_EQ(runtime().start_trace(), "");
+    // From a task: by default the span ends with the slice of the task that records it.
+    std::atomic<std::uint64_t> begun{0};
+    runtime().spawn([&begun](TaskContext &context) {
+        begun.store(mx::system::cycles());
+        EXPECT_TRUE(context.tracing());
+        context.spawn(*context.new_task<NamedTask>("inside", mx::tasking::Annotation{}));
+        context.trace_span("task span", begun.load());
+    });
+    runtime().wait();
+    // From outside, with both ends given.
+    const std::uint64_t start = mx::system::cycles();
+    runtime().trace_span("outside span", start, start + 1000);
+    runtime().trace_span("overlapping span", start + 500, start + 2000);
+    const std::optional<Trace> trace = runtime().stop_trace();
+    ASSERT_TRUE(trace);
+    ASSERT_EQ(trace->spans.size(), 3U);
+    for (std::size_t w = 0; w < trace->workers.size(); ++w) {
+        for (const TraceEvent &event : trace->workers[w].events) {
+            EXPECT_NE(event.kind, TraceEventKind::span) << "spans are moved out of the workers' events";
+        }
+    }
+    const TraceEvent *task_span = nullptr;
+    for (const TraceEvent &span : trace->spans) {
+        EXPECT_LE(span.start, span.end);
+        if (trace->name(span) == "task span") {
+            task_span = &span;
+        }
+    }
+    ASSERT_NE(task_span, nullptr);
+    // Its end is the end of the recording task's slice, exactly.
+    bool enclosed_slice = false;
+    for (const auto &worker : trace->workers) {
+        for (const TraceEvent &event : worker.events) {
+            enclosed_slice =
+                enclosed_slice || (event.kind == TraceEventKind::task && event.end == task_span->end &&
+                                   event.start <= task_span->start);
+        }
+    }
+    EXPECT_TRUE(enclosed_slice) << "the span ends with the slice of the task that recorded it";
+    // JSON: the spans on tracks named "pipelines" after the workers' tracks; the two that overlap
+    // on different ones.
+    const std::string json = trace->to_json();
+    JsonReader reader{json};
+    const std::optional<Json> document = reader.read();
+    ASSERT_TRUE(document) << reader.error();
+    std::map<std::string, double> track_of;
+    std::map<double, std::string> track_names;
+    for (const Json &event : document->at("traceEvents").array) {
+        if (event.at("ph").string == "M" && event.at("name").string == "thread_name") {
+            track_names[event.at("tid").number] = event.at("args").at("name").string;
+        } else if (event.at("cat").string == "span") {
+            track_of[event.at("name").string] = event.at("tid").number;
+        }
+    }
+    ASSERT_EQ(track_of.size(), 3U);
+    for (const auto &[name, tid] : track_of) {
+        EXPECT_GE(tid, static_cast<double>(workers())) << name;
+        EXPECT_EQ(track_names[tid].rfind("pipelines", 0), 0U) << name << " on " << track_names[tid];
+    }
+    EXPECT_NE(track_of["outside span"], track_of["overlapping span"]);
 }
 
 TEST_P(TraceTest, UnwritablePathIsAnErrorAndTheRuntimeGoesOn) {

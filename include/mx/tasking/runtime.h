@@ -85,6 +85,17 @@ public:
     void spawn(F function, const Annotation &annotation = {}) noexcept {
         spawn(*new_task(std::move(function), annotation));
     }
+    /// Whether this worker records a trace now (mx/tasking/trace.h).
+    [[nodiscard]] bool tracing() const noexcept { return _worker->tracing(); }
+    /// Adds a named span to the trace being recorded (nothing when none is): `label` must outlive
+    /// the trace (a literal or an interned string), times are system::cycles() values. The
+    /// default end is the end of this task's slice, so the span encloses the task that records
+    /// it. Recorded into this worker's buffer, without locks.
+    void trace_span(const char *label, std::uint64_t start_tsc,
+                    std::uint64_t end_tsc = trace_until_task_end) noexcept {
+        _worker->trace_span(label, start_tsc, end_tsc);
+    }
+
     /// Destroys a runtime-owned task that is not queued (e.g. one that returned done()).
     void delete_task(Task &task) noexcept { _worker->destroy(task); }
 
@@ -236,12 +247,16 @@ public:
     /// returns is recorded). Returns "" on success, else why not (already recording, compiled out
     /// with MX_TRACING=OFF, a bad $MX_TRACE_EVENTS, called from a task). Not concurrently with
     /// start() or stop(). With $MX_TRACE=path set, the constructor starts a trace and the
-    /// destructor writes it there.
+    /// destructor writes it there; with $MX_TRACE_PROFILE=1 the destructor prints its profile.
     [[nodiscard]] std::string start_trace(const TraceConfig &config = {});
     /// Stops recording and writes the trace to `path`: Chrome Trace Event JSON, or CSV when the
     /// path ends in ".csv". Waits until every worker finished the task it runs now. An
     /// unwritable path or no trace being recorded is an error in the result; the runtime goes on.
     [[nodiscard]] TraceWriteResult stop_trace(const std::string &path);
+    /// Adds a named span (`label` outlives the trace; times are system::cycles() values) to the
+    /// trace being recorded, shown on a track of its own; nothing when none is recorded. From a
+    /// task, TaskContext::trace_span records without locks; from other threads it takes a mutex.
+    void trace_span(const char *label, std::uint64_t start_tsc, std::uint64_t end_tsc);
     /// Stops recording and hands the trace over in memory; nullopt when none was recorded.
     [[nodiscard]] std::optional<Trace> stop_trace();
     [[nodiscard]] bool tracing() const noexcept;

@@ -174,6 +174,11 @@ private:
     PrefetchHint _prefetch{};
     Squad *_squad{nullptr};
     std::uint32_t _expected_cycles{0};
+    // Low 32 bits of the time-stamp counter at the last spawn while a trace recorded (high 8 bits
+    // in _spawn_tsc_high, in the header's last byte): the queue time of a traced task. Written by
+    // the spawning thread before the task is queued, read by the worker that runs it; left alone
+    // while no trace records, so spawns cost nothing extra then.
+    std::uint32_t _spawn_tsc{0};
     std::uint16_t _target_worker{any_worker};
     std::uint8_t _target_region{any_region};
     Priority _priority{Priority::normal};
@@ -186,6 +191,7 @@ protected:
     // Epoch stamp for memory reclamation, written by the dispatching thread at spawn and read by
     // the executing worker.
     std::uint8_t _epoch{0};
+    std::uint8_t _spawn_tsc_high{0};
 };
 
 static_assert(sizeof(Task) == system::cache_line_size, "the task header must stay one cache line");

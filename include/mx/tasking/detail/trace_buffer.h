@@ -24,14 +24,38 @@ struct TraceBuffer {
     /// name, resource and flags share one event while `merge` is on.
     TraceEvent open{};
     bool merge{true};
+    bool queue_times{true}; // TraceConfig::queue_times
+    /// The counter at start_trace: a spawn stamp before it is stale (from an earlier trace).
+    std::uint64_t origin{0};
+    /// Spans in `storage` that end with the task event being recorded (trace_until_task_end).
+    std::vector<std::uint32_t> pending_spans;
 
     /// Ends the open run at `now`.
     void close(std::uint64_t now) noexcept {
         if (open.count != 0) {
             open.end = now;
-            record(open);
+            record_task(open);
             open.count = 0;
         }
+    }
+
+    /// Records a finished task event; spans waiting for the end of its slice end with it.
+    void record_task(const TraceEvent &event) noexcept {
+        if (!pending_spans.empty()) [[unlikely]] {
+            for (const std::uint32_t index : pending_spans) {
+                storage[index].end = event.end;
+            }
+            pending_spans.clear();
+        }
+        record(event);
+    }
+
+    /// Records a span; one ending with the current task's slice waits for it.
+    void record_span(const TraceEvent &span) noexcept {
+        if (span.end == trace_until_task_end && size < storage.size()) {
+            pending_spans.push_back(size);
+        }
+        record(span);
     }
 
     void record(const TraceEvent &event) noexcept {

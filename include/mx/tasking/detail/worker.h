@@ -116,7 +116,11 @@ public:
     [[nodiscard]] const memory::TaskAllocator &allocator() const noexcept { return _allocator; }
 
     /// Tracing thread (Runtime::start_trace), while this worker does not trace: a fresh buffer.
-    void prepare_trace(std::uint32_t capacity, bool merge_equal_tasks);
+    void prepare_trace(const TraceConfig &config, std::uint32_t capacity, std::uint64_t origin);
+    /// Owner thread: records a user span while this worker traces (Runtime::trace_span).
+    void trace_span(const char *label, std::uint64_t start, std::uint64_t end) noexcept;
+    /// Owner thread: whether this worker records a trace now.
+    [[nodiscard]] bool tracing() const noexcept { return _tracing; }
     /// Tracing thread, after acknowledged(generation): hands the recorded events over.
     Trace::Worker take_trace();
     /// Any thread: whether the worker has seen trace generation `generation` (or has left its
@@ -160,7 +164,12 @@ private:
     void run_buffer_dynamic() noexcept;
     /// execute() that records each task of the bypass chain into `open`, the run of equal tasks
     /// (a copy of TraceBuffer::open the buffer loop keeps in registers).
-    void execute_traced(Task &task, bool stolen, TraceEvent &open) noexcept;
+    /// `distance`: the task's prefetch distance, at most max_traced_distance.
+    void execute_traced(Task &task, bool stolen, std::uint32_t distance, TraceEvent &open) noexcept;
+    /// Tasks in one merged slice and a task's recorded prefetch distance at most: their product
+    /// fits TraceEvent::prefetch_distance.
+    static constexpr std::uint32_t max_traced_run = 1U << 24U;
+    static constexpr std::uint32_t max_traced_distance = 255;
     /// Takes on the trace generation the runtime asks for (start or stop recording).
     void sync_trace() noexcept;
     /// Whether start_trace or stop_trace waits for this worker to notice (idle loop, sleep).
@@ -226,6 +235,9 @@ private:
     Task *_running{nullptr};         // task in execute(), for epoch inheritance
     std::uint32_t _bypass_chain{0};  // successors run by bypass since execute() began
     bool _in_optimistic_read{false}; // spawning then is a bug (the read may be repeated)
+    // Recording with queue times: spawns stamp their time into the task. Here, beside the fields
+    // count_spawn reads anyway, so an untraced spawn's check touches no other line.
+    bool _stamp_spawns{false};
     std::vector<std::byte> _optimistic_scratch;
     // The domains this worker believes it owns; one stolen by another worker is dropped when
     // fill() sees its new owner.
@@ -334,10 +346,20 @@ public:
     /// Stops recording and hands the trace over; false (and `error`) when not recording.
     bool stop_trace(Trace &trace, std::string &error);
     [[nodiscard]] bool tracing() const noexcept { return (trace_generation() & 1U) != 0; }
+    /// Whether spawns from outside the workers stamp their time (recording with queue times).
+    [[nodiscard]] bool stamp_external_spawns() const noexcept {
+        return tracing() && _trace_queue_times.load(std::memory_order_relaxed);
+    }
     /// Wakes every worker and waits until each follows trace generation `generation`.
     void await_workers(std::uint32_t generation) noexcept;
+    /// Any thread that is not a worker: records a user span while a trace records.
+    void trace_span_external(const char *label, std::uint64_t start, std::uint64_t end);
     /// MX_TRACE: the path the trace started by the environment goes to ("" = none).
     std::string env_trace_path;
+    /// MX_TRACE_PROFILE: print the profile of the trace started by the environment.
+    bool env_trace_profile{false};
+    /// Whether the environment started the trace being recorded.
+    bool env_tracing{false};
 
     [[nodiscard]] std::uint64_t live_tasks() const noexcept;
 
@@ -351,6 +373,16 @@ public:
     }
     static std::uint8_t size_class_of(const Task &task) noexcept { return task._size_class; }
     static void set_epoch(Task &task, std::uint8_t epoch) noexcept { task._epoch = epoch; }
+    /// The spawn time stamp of a traced task: the counter's low 40 bits (they wrap after about
+    /// six minutes at 3 GHz, far beyond a queue time), 0 = never stamped.
+    static constexpr std::uint64_t spawn_tsc_mask = (std::uint64_t{1} << 40U) - 1U;
+    static void stamp_spawn(Task &task, std::uint64_t tsc) noexcept {
+        task._spawn_tsc = static_cast<std::uint32_t>(tsc);
+        task._spawn_tsc_high = static_cast<std::uint8_t>(tsc >> 32U);
+    }
+    static std::uint64_t spawn_tsc_of(const Task &task) noexcept {
+        return (std::uint64_t{task._spawn_tsc_high} << 32U) | task._spawn_tsc;
+    }
     static std::uint8_t epoch_of(const Task &task) noexcept { return task._epoch; }
     /// Destroys a runtime-owned task from a thread that is not a worker.
     void destroy_external(Task &task) noexcept;
@@ -410,6 +442,12 @@ private:
 
     std::mutex _mapping_mutex; // guards SyncDomain::weight and _next_domain
     std::mutex _trace_mutex;   // serializes start_trace and stop_trace
+    // Spans from threads outside the workers (rare: workers record theirs in their buffers).
+    std::mutex _external_spans_mutex;
+    std::vector<TraceEvent> _external_spans; // guarded by _external_spans_mutex
+    // TraceConfig::queue_times of the trace being recorded: written by start_trace before it
+    // publishes the generation, read by outside spawners.
+    std::atomic<bool> _trace_queue_times{false};
     // Written under _trace_mutex by start_trace, read by stop_trace: the clock at the start.
     std::uint64_t _trace_origin_tsc{0};
     std::int64_t _trace_origin_ns{0};
@@ -452,6 +490,13 @@ inline void Worker::count_spawn(Task &task) noexcept {
     }
     RuntimeCore::set_epoch(task, epoch);
     bump(_shared.spawned[epoch]);
+#if MX_TRACING
+    // Queue times (trace.h): only while this worker records, so an untraced spawn pays a
+    // predictable branch on a worker-private flag.
+    if (_stamp_spawns) [[unlikely]] {
+        RuntimeCore::stamp_spawn(task, system::cycles());
+    }
+#endif
 }
 
 /// Fig. 2 of the paper: tasks on a resource serialized by scheduling, and writers of an

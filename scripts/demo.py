@@ -327,8 +327,8 @@ def runtime_suite(ctx):
 
 
 def runtime_trace_overhead(ctx, driver, target, sizes, rounds):
-    """spawn_local on 1 worker without and with the task timeline recording (every task profiled
-    into the trace buffers), interleaved processes; the target is the throughput lost while
+    """spawn_local on 1 worker without and with the task timeline recording (every task recorded
+    into the trace buffers, without queue times), interleaved processes; the target is the throughput lost while
     recording, from the medians over rounds. (Tracing compiled out needs a second build:
     scripts/trace_overhead.sh measures that.)"""
     tasks = int(sizes["spawn_local"][1])
@@ -338,7 +338,9 @@ def runtime_trace_overhead(ctx, driver, target, sizes, rounds):
     rates = {"off": [], "on": []}
     for round_index in range(rounds):
         for mode in ("off", "on"):
-            extra = [] if mode == "off" else ["--profile", "--trace-events", str(tasks + 100000)]
+            # A timeline as --trace records it (no queue times; a --profile adds them).
+            extra = [] if mode == "off" else ["--trace", os.path.join(ctx.raw_dir, "trace_spawn_local.json"),
+                                              "--trace-events", str(tasks + 100000)]
             rows = ctx.run(driver, common + extra, f"trace_{mode}_{round_index}.csv", timeout=120)
             value = value_of(rows or [], "spawn_local", "mx", 1, "tasks_per_second")
             if value:

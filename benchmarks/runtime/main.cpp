@@ -279,8 +279,8 @@ void run_throughput(const Options &options, CsvWriter &csv) {
                 settle();
                 const bool traced = tracing && names[s].rfind("mx", 0) == 0;
                 if (traced) {
-                    if (const std::string error =
-                            systems[s]->start_trace(options.trace_events, options.queue_times);
+                    if (const std::string error = systems[s]->start_trace(
+                            options.trace_events, options.profile && options.queue_times);
                         !error.empty()) {
                         throw std::runtime_error{"--trace: " + error};
                     }
@@ -509,11 +509,12 @@ int main(int argc, char **argv) {
         "the last one's task timeline here (Chrome Trace Event JSON, or CSV for *.csv; several "
         "variants or worker counts add -<variant>-w<workers> before the extension)");
     app.add_flag("--profile", options.profile,
-                 "Like --trace, and print tasks and cycles per task type and worker of the last run");
+                 "Like --trace (with queue times), and print tasks, cycles and queue times per task type and "
+                 "worker of the last run");
     app.add_flag(
         "!--no-queue-times", options.queue_times,
-        "--trace / --profile: record without queue times (TraceConfig::queue_times = false; cheaper for "
-        "tiny tasks)");
+        "--profile: record without queue times (TraceConfig::queue_times = false; cheaper for tiny tasks; "
+        "--trace alone never records them)");
     app.add_option("--trace-events", options.trace_events,
                    "Events per worker a trace keeps (later ones are dropped and counted; default 262144)")
         ->check(CLI::Range(1U, 0xFFFFFFFFU));

@@ -52,7 +52,9 @@ inline void start_trace(tasking::Runtime &runtime, const TraceOptions &options) 
     if (!options.wanted()) {
         return;
     }
-    if (const std::string error = runtime.start_trace(); !error.empty()) {
+    // The profile shows where tasks waited (queue times); a timeline alone stays cheap.
+    if (const std::string error = runtime.start_trace(tasking::TraceConfig{.queue_times = options.profile});
+        !error.empty()) {
         throw std::invalid_argument{"--trace / --profile: " + error};
     }
 }

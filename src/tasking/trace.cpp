@@ -497,7 +497,8 @@ void Runtime::start_env_trace() {
     if ((path == nullptr || *path == '\0') && !wants_profile) {
         return;
     }
-    if (const std::string error = start_trace(); !error.empty()) {
+    // A profile is asked for to see where time went: with queue times.
+    if (const std::string error = start_trace(TraceConfig{.queue_times = wants_profile}); !error.empty()) {
         std::fprintf(stderr, "mxtasking: MX_TRACE: %s\n", error.c_str());
         return;
     }

@@ -672,7 +672,7 @@ void busy_for(std::chrono::microseconds duration) noexcept {
 
 TEST_P(TraceTest, QueueTimeIsFromSpawnToStart) {
     constexpr std::chrono::microseconds delay{3000};
-    ASSERT_EQ(runtime().start_trace(), "");
+    ASSERT_EQ(runtime().start_trace(TraceConfig{.queue_times = true}), "");
     // From a task: the successor is pinned to the spawner's worker, which stays busy for `delay`
     // after the spawn, so the successor waits at least that long in the worker's queue.
     runtime().spawn(
@@ -723,9 +723,9 @@ TEST_P(TraceTest, QueueTimeIsFromSpawnToStart) {
     }
     EXPECT_TRUE(seen);
 
-    // Without queue times: the same tasks carry none (their stale stamps from the trace above
-    // are not taken for this one's).
-    ASSERT_EQ(runtime().start_trace(TraceConfig{.queue_times = false}), "");
+    // Without queue times (the default): the same tasks carry none (their stale stamps from the
+    // trace above are not taken for this one's).
+    ASSERT_EQ(runtime().start_trace(), "");
     runtime().spawn(
         [delay](TaskContext &context) {
             context.spawn(

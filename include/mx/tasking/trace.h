@@ -76,8 +76,10 @@ struct TraceConfig {
     bool merge_equal_tasks{true};
     /// Queue times (spawn to start) per task: every spawn while recording stamps the counter into
     /// the task, and every task start reads it (two counter reads per task, each about as long as
-    /// an empty task). Off: tasks carry no queue time, and tiny tasks record much more cheaply.
-    bool queue_times{true};
+    /// an empty task). Off, a timeline costs tiny tasks a few percent; on, spawn_local records at
+    /// well under half its speed. The profiles of the drivers (--profile) and of MX_TRACE_PROFILE
+    /// turn it on.
+    bool queue_times{false};
 };
 
 /// The outcome of writing a trace file.

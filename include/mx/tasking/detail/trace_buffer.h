@@ -24,7 +24,7 @@ struct TraceBuffer {
     /// name, resource and flags share one event while `merge` is on.
     TraceEvent open{};
     bool merge{true};
-    bool queue_times{true}; // TraceConfig::queue_times
+    bool queue_times{false}; // TraceConfig::queue_times
     /// The counter at start_trace: a spawn stamp before it is stale (from an earlier trace).
     std::uint64_t origin{0};
     /// Spans in `storage` that end with the task event being recorded (trace_until_task_end).

@@ -147,6 +147,58 @@ TEST_P(StealingTest, HandedBackTasksRunBeforeTheVictimsOtherLocalTasks) {
     EXPECT_EQ(local_before_pinned.load(), 0U) << "free tasks of worker 0 ran before the handed-back one";
 }
 
+TEST_P(StealingTest, ThievesTakeLowPriorityProducersBeforeNormalTasks) {
+    if (workers() < 2) {
+        GTEST_SKIP() << "nobody to steal";
+    }
+    // Worker 0's task queues many free normal-priority tasks and then one low-priority task (a
+    // producer, as a feeder that yields) while every other worker is held busy, then lets them go
+    // and stays busy until the low task ran elsewhere. A thief takes the low task first, so at
+    // most a batch per other thief of the normal tasks ran before it; taking the normal tasks
+    // first would run nearly all of them before it.
+    const std::uint32_t count = scaled(4000);
+    const std::uint16_t others = static_cast<std::uint16_t>(workers() - 1);
+    std::atomic<std::uint32_t> held{0};
+    std::atomic<bool> released{false};
+    std::atomic<std::uint64_t> normal_ran{0};
+    std::atomic<std::uint64_t> normal_before_low{~std::uint64_t{0}};
+    std::atomic<bool> low_ran{false};
+    const auto wait_for = [](const auto &done) {
+        const auto deadline = std::chrono::steady_clock::now() + mx::test::patience;
+        while (!done() && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::yield();
+        }
+    };
+    for (std::uint16_t w = 1; w <= others; ++w) {
+        runtime().spawn(
+            [&] {
+                held.fetch_add(1, std::memory_order_acq_rel);
+                wait_for([&] { return released.load(std::memory_order_acquire); });
+            },
+            on_worker(w));
+    }
+    runtime().spawn(
+        [&, count](TaskContext &context) {
+            wait_for([&] { return held.load(std::memory_order_acquire) == others; });
+            for (std::uint32_t i = 0; i < count; ++i) {
+                context.spawn([&] { normal_ran.fetch_add(1, std::memory_order_acq_rel); });
+            }
+            context.spawn(
+                [&] {
+                    normal_before_low.store(normal_ran.load(std::memory_order_acquire));
+                    low_ran.store(true, std::memory_order_release);
+                },
+                Annotation{.priority = mx::tasking::Priority::low});
+            released.store(true, std::memory_order_release);
+            wait_for([&] { return low_ran.load(std::memory_order_acquire); });
+        },
+        on_worker(0));
+    runtime().wait();
+    EXPECT_TRUE(low_ran.load());
+    EXPECT_EQ(normal_ran.load(), count);
+    EXPECT_LT(normal_before_low.load(), count / 2) << "the thieves took the normal tasks first";
+}
+
 /// Fork/join without annotations: the recursion spreads by stealing alone.
 class Fib final : public mx::tasking::Task {
 public:

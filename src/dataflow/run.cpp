@@ -460,8 +460,10 @@ void RunState::finish() noexcept {
     if (_profile) {
         result.nodes.resize(_graph->size());
         for (std::size_t id = 0; id < result.nodes.size(); ++id) {
+            result.nodes[id].tasks_per_worker.assign(_workers, 0);
             for (std::uint16_t worker = 0; worker < _workers; ++worker) {
                 const NodeCounters &counters = _nodes[id].counters[worker];
+                result.nodes[id].tasks_per_worker[worker] = counters.tasks;
                 result.nodes[id].tasks += counters.tasks;
                 result.nodes[id].busy += std::chrono::nanoseconds(counters.nanoseconds);
             }

@@ -2,6 +2,7 @@
 
 #include <mx/db/executor.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -319,7 +320,14 @@ std::vector<OperatorAnalysis> analyze(const PlanNode &plan, const ExecutionOptio
                 if (id < run.nodes.size()) {
                     analysis.tasks += run.nodes[id].tasks;
                     analysis.busy += run.nodes[id].busy;
+                    const auto &spread = run.nodes[id].tasks_per_worker;
+                    analysis.tasks_per_worker.resize(
+                        std::max(analysis.tasks_per_worker.size(), spread.size()), 0);
+                    for (std::size_t w = 0; w < spread.size(); ++w) {
+                        analysis.tasks_per_worker[w] += spread[w];
+                    }
                 }
+                analysis.memory_bytes += query.graph.node(id).memory_bytes();
                 add_pipeline(analysis, id);
             }
             if (analysis.pipelines.empty()) { // fused: runs in the tasks of its output node
@@ -420,6 +428,20 @@ QueryResult execute(tasking::Runtime &runtime, const PlanNode &plan, const Execu
     return result;
 }
 
+namespace {
+
+std::string format_bytes(std::uint64_t bytes) {
+    char text[32];
+    if (bytes < (std::uint64_t{1} << 20U)) {
+        std::snprintf(text, sizeof(text), "%.1f KiB", static_cast<double>(bytes) / 1024.0);
+    } else {
+        std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+    }
+    return text;
+}
+
+} // namespace
+
 std::string explain_analyze(const QueryResult &result) {
     std::string text = "Plan:\n";
     for (const OperatorAnalysis &op : result.analysis) {
@@ -430,10 +452,18 @@ std::string explain_analyze(const QueryResult &result) {
             continue;
         }
         if (op.fused_into.empty()) {
-            text.append(" tasks=")
-                .append(std::to_string(op.tasks))
-                .append(" time=")
-                .append(format_ms(op.busy));
+            text.append(" tasks=").append(std::to_string(op.tasks));
+            if (op.tasks_per_worker.size() > 1) {
+                // The spread over the workers: a skewed one shows where a pipeline waited.
+                text.append(" per worker=");
+                for (std::size_t w = 0; w < op.tasks_per_worker.size(); ++w) {
+                    text.append(w == 0 ? "" : "/").append(std::to_string(op.tasks_per_worker[w]));
+                }
+            }
+            text.append(" time=").append(format_ms(op.busy));
+            if (op.memory_bytes > 0) {
+                text.append(" memory=").append(format_bytes(op.memory_bytes));
+            }
         } else {
             text.append(" fused into ").append(op.fused_into);
         }

@@ -504,6 +504,14 @@ TEST_P(DataflowRun, ProfileCountsEveryTaskOfEveryNode) {
     const std::uint64_t sum_tasks = n + workers() + (workers() - 1U);
     EXPECT_GE(profiled.nodes[sum.id()].tasks, sum_tasks);
     EXPECT_LE(profiled.nodes[sum.id()].tasks, sum_tasks + 1);
+    for (const mx::dataflow::NodeProfile &node : profiled.nodes) {
+        ASSERT_EQ(node.tasks_per_worker.size(), workers());
+        std::uint64_t spread = 0;
+        for (const std::uint64_t tasks : node.tasks_per_worker) {
+            spread += tasks;
+        }
+        EXPECT_EQ(spread, node.tasks) << "every task is counted for the worker that ran it";
+    }
     EXPECT_GT(profiled.nodes[map.id()].busy.count(), 0);
     EXPECT_LE(profiled.nodes[map.id()].busy, profiled.elapsed * workers());
 }

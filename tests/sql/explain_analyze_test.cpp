@@ -25,6 +25,8 @@ struct AnalyzedOperator {
     std::string description;
     std::optional<std::uint64_t> rows; // nullopt: folded into its parent
     std::uint64_t tasks{0};
+    std::vector<std::uint64_t> per_worker; // tasks by worker (empty when not printed)
+    double memory_kib{0.0};                // hash tables and row stores
     bool fused{false};
     std::size_t pipelines{0};
 };
@@ -37,7 +39,7 @@ struct Analyzed {
 /// Parses the whole text; a line that does not fit the format fails the test.
 Analyzed parse(const std::string &text) {
     static const std::regex operator_line{
-        R"(^((?:  )+)(\S.*?)  \(rows=(?:(\d+)((?: tasks=(\d+) time=\d+\.\d{3} ms)|(?: fused into [^()]+?))((?: pipeline \d+: \d+\.\d{3} ms)+)|\? folded into its parent)\)$)"};
+        R"(^((?:  )+)(\S.*?)  \(rows=(?:(\d+)((?: tasks=(\d+)(?: per worker=([\d/]+))? time=\d+\.\d{3} ms(?: memory=(\d+\.\d) (KiB|MiB))?)|(?: fused into [^()]+?))((?: pipeline \d+: \d+\.\d{3} ms)+)|\? folded into its parent)\)$)"};
     static const std::regex pipeline{R"( pipeline \d+:)"};
     static const std::regex total_line{R"(^Total: (\d+) rows in \d+\.\d{3} ms$)"};
     Analyzed analyzed;
@@ -66,7 +68,20 @@ Analyzed parse(const std::string &text) {
             op.rows = std::stoull(match[3].str());
             op.fused = !match[5].matched;
             op.tasks = match[5].matched ? std::stoull(match[5].str()) : 0;
-            const std::string pipelines = match[6].str();
+            if (match[6].matched) {
+                std::istringstream spread{match[6].str()};
+                std::string count;
+                std::uint64_t sum = 0;
+                while (std::getline(spread, count, '/')) {
+                    op.per_worker.push_back(std::stoull(count));
+                    sum += op.per_worker.back();
+                }
+                EXPECT_EQ(sum, op.tasks) << "the spread over the workers adds up to the tasks: " << line;
+            }
+            if (match[7].matched) {
+                op.memory_kib = std::stod(match[7].str()) * (match[8].str() == "MiB" ? 1024.0 : 1.0);
+            }
+            const std::string pipelines = match[9].str();
             op.pipelines = static_cast<std::size_t>(std::distance(
                 std::sregex_iterator(pipelines.begin(), pipelines.end(), pipeline), std::sregex_iterator()));
         }
@@ -133,6 +148,13 @@ protected:
 
 TEST_F(ExplainAnalyzeTest, ScanCountsEveryRowInManyTasks) {
     const Analyzed analyzed = analyze("SELECT a, c FROM t");
+    // A scan holds no tables; its tasks are spread over both workers (printed per worker).
+    for (const AnalyzedOperator &op : analyzed.operators) {
+        if (op.description.rfind("Scan t", 0) == 0) {
+            EXPECT_EQ(op.memory_kib, 0.0);
+            EXPECT_EQ(op.per_worker.size(), 2U);
+        }
+    }
     const AnalyzedOperator *scan = find(analyzed, "Scan t");
     ASSERT_NE(scan, nullptr);
     EXPECT_EQ(scan->rows, 300U);
@@ -165,6 +187,8 @@ TEST_F(ExplainAnalyzeTest, JoinCountsBothInputsAndItsOutput) {
     EXPECT_EQ(join->rows, count("SELECT count(*) FROM t WHERE b IN (0, 2, 4, 6)"));
     EXPECT_GE(join->tasks, 2U); // build and probe
     EXPECT_EQ(join->pipelines, 2U);
+    EXPECT_EQ(join->per_worker.size(), 2U) << "two workers";
+    EXPECT_GT(join->memory_kib, 0.0) << "the hash table's memory";
     const AnalyzedOperator *scan_u = find(analyzed, "Scan u");
     ASSERT_NE(scan_u, nullptr);
     EXPECT_EQ(scan_u->rows, 5U);
@@ -179,6 +203,7 @@ TEST_F(ExplainAnalyzeTest, AggregateCountsItsGroups) {
     ASSERT_NE(aggregate, nullptr);
     EXPECT_EQ(aggregate->rows, 7U);
     EXPECT_GT(aggregate->tasks, 0U);
+    EXPECT_GT(aggregate->memory_kib, 0.0) << "the group tables' memory";
     const AnalyzedOperator *scan = find(analyzed, "Scan t");
     ASSERT_NE(scan, nullptr);
     EXPECT_EQ(scan->rows, 300U);

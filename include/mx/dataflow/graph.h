@@ -200,6 +200,9 @@ public:
 
     /// Extra words for describe() / EXPLAIN (e.g. "key=a, sum(b)").
     [[nodiscard]] virtual std::string details() const { return {}; }
+    /// Bytes its own data structures (hash tables, row stores) hold after a run, for EXPLAIN
+    /// ANALYZE: they only grow during a run, so this is the run's peak. Called between runs only.
+    [[nodiscard]] virtual std::uint64_t memory_bytes() const { return 0; }
 
     /// Shown by describe() and EXPLAIN, and the label of the node's tasks in traces
     /// (Task::trace_label): consume tasks the name alone, the other callbacks with the phase
@@ -304,6 +307,8 @@ struct NodeProfile {
     std::uint64_t tasks{0};
     /// Their time inside those callbacks (emitting included), summed over all workers.
     std::chrono::nanoseconds busy{0};
+    /// `tasks` by the worker that ran them (indexed by worker id).
+    std::vector<std::uint64_t> tasks_per_worker;
 };
 
 /// How to run a graph.

@@ -137,6 +137,10 @@ struct OperatorAnalysis {
     /// names that node.
     std::uint64_t tasks{0};
     std::chrono::nanoseconds busy{0};
+    /// `tasks` by worker id: how the operator's work spread over the workers.
+    std::vector<std::uint64_t> tasks_per_worker;
+    /// Bytes its hash tables and row stores held at the end of the run (their peak).
+    std::uint64_t memory_bytes{0};
     std::string fused_into;
     /// The pipelines of its dataflow nodes (or of the node it is fused into) and each one's wall
     /// time from start to finish.

@@ -27,6 +27,7 @@ public:
         if (_blocks.empty() || _used + text.size() > _capacity) {
             _capacity = text.size() > block_size ? text.size() : block_size;
             _blocks.push_back(std::make_unique<char[]>(_capacity));
+            _reserved += _capacity;
             _used = 0;
         }
         char *target = _blocks.back().get() + _used;
@@ -35,12 +36,15 @@ public:
         return {target, static_cast<std::uint32_t>(text.size())};
     }
     [[nodiscard]] bool empty() const noexcept { return _blocks.empty(); }
+    /// Bytes of its blocks.
+    [[nodiscard]] std::size_t bytes() const noexcept { return _reserved; }
 
 private:
     static constexpr std::size_t block_size = 64 * 1024;
     std::vector<std::unique_ptr<char[]>> _blocks;
     std::size_t _used{0};
     std::size_t _capacity{0};
+    std::size_t _reserved{0};
 };
 
 class Vector {

@@ -700,6 +700,24 @@ public:
         emit(context, std::move(batch));
     }
 
+    /// The group tables (with DISTINCT sets) and copied strings of every worker.
+    [[nodiscard]] std::uint64_t memory_bytes() const override {
+        std::uint64_t total = 0;
+        for (std::uint16_t w = 0; _workers && w < _worker_count; ++w) {
+            const WorkerState &state = _workers[w];
+            for (const RowTable &table : state.groups) {
+                total += table.bytes();
+            }
+            for (const auto &tables : state.distinct) {
+                for (const RowTable &table : tables) {
+                    total += table.bytes();
+                }
+            }
+            total += state.arena.bytes();
+        }
+        return total;
+    }
+
     [[nodiscard]] std::string details() const override {
         std::string text;
         if (grouped()) {

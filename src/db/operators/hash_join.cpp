@@ -249,6 +249,7 @@ void HashJoinBuildNode::finalize(dataflow::FlowContext &context) noexcept {
         return;
     }
     tables.heads = static_cast<const Row **>(tables.heads_memory.get());
+    tables.head_slots = slots;
 
     // Small builds too: a cache-resident table still sends most probe rows down a chain (its
     // buckets are mostly full), where the filter rejects them with one block lookup.
@@ -328,6 +329,21 @@ void HashJoinTableNode::consume(dataflow::FlowContext &context, dataflow::Token 
             }
         }
     }
+}
+
+std::uint64_t HashJoinTableNode::memory_bytes() const {
+    const std::shared_ptr<join::BuildSide> build = _state->build;
+    if (!build) {
+        return 0;
+    }
+    std::uint64_t total = build->tables.head_slots * sizeof(const Row *) + build->tables.bloom.bytes();
+    for (const auto &store : build->stores) {
+        total += store->bytes();
+    }
+    for (const auto &store : build->null_key_stores) {
+        total += store->bytes();
+    }
+    return total;
 }
 
 std::string HashJoinTableNode::details() const { return _state->spec.description; }

@@ -65,6 +65,7 @@ struct HashTables {
     // atomic exchanges. radix_partitioned: partition p owns heads[offsets[p] .. offsets[p+1])
     // with bucket = hash & masks[p], filled by exactly one task (plain stores).
     const Row **heads{nullptr};
+    std::uint64_t head_slots{0}; ///< entries of `heads`
     std::uint64_t mask{0};
     std::vector<std::uint64_t> offsets;
     std::vector<std::uint64_t> masks;
@@ -172,6 +173,8 @@ public:
 
     void consume(dataflow::FlowContext &context, dataflow::Token token) noexcept override;
     [[nodiscard]] std::string details() const override;
+    /// The build rows (stores with their strings), bucket heads and Bloom filter of the last run.
+    [[nodiscard]] std::uint64_t memory_bytes() const override;
 
 private:
     std::shared_ptr<join::JoinState> _state;

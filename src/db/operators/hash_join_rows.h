@@ -248,6 +248,8 @@ public:
     [[nodiscard]] std::uint64_t rows() const noexcept { return _rows; }
     [[nodiscard]] std::uint32_t row_size() const noexcept { return _row_size; }
     [[nodiscard]] StringHeap &strings() noexcept { return _strings; }
+    /// Bytes of its row blocks and copied strings.
+    [[nodiscard]] std::uint64_t bytes() const noexcept { return _reserved + _strings.bytes(); }
 
     /// Calls f(row) for every row of a partition.
     template <class F>
@@ -287,6 +289,7 @@ private:
         if (_blocks.empty() || _used + bytes > _capacity) {
             _capacity = std::max(bytes, block_size);
             _blocks.push_back(std::make_unique<std::byte[]>(_capacity));
+            _reserved += _capacity;
             _used = 0;
         }
         void *memory = _blocks.back().get() + _used;
@@ -298,6 +301,7 @@ private:
     std::uint32_t _max_fragment_rows;
     std::vector<Chain> _partitions;
     std::uint64_t _rows{0};
+    std::uint64_t _reserved{0};
     std::vector<std::unique_ptr<std::byte[]>> _blocks;
     std::size_t _used{0};
     std::size_t _capacity{0};

@@ -158,6 +158,14 @@ public:
 
     [[nodiscard]] std::uint64_t size() const noexcept { return _size; }
     [[nodiscard]] std::uint32_t row_width() const noexcept { return _row_width; }
+    /// Bytes of its index and row blocks.
+    [[nodiscard]] std::uint64_t bytes() const noexcept {
+        std::uint64_t total = _slots.size() * sizeof(Slot);
+        for (const Block &block : _blocks) {
+            total += std::uint64_t{block.capacity} * _row_width;
+        }
+        return total;
+    }
 
     [[nodiscard]] static std::uint64_t hash_of(const std::byte *row) noexcept {
         std::uint64_t value = 0;

@@ -302,8 +302,9 @@ def test_explain_analyze():
     code, out, err = run(["-c", "CREATE TABLE t(a INT, b INT); INSERT INTO t VALUES (1, 1), (2, 1), (3, 2);"
                                 "EXPLAIN ANALYZE SELECT b, count(*) FROM t WHERE a > 1 GROUP BY b"])
     check(code == 0 and err == "", "exit 0", code, out, err)
-    check(re.search(r"^ +Aggregate .*\(rows=2 tasks=\d+ time=\d+\.\d{3} ms pipeline \d+: ", out, re.M)
-          is not None, "aggregate line with 2 rows", code, out, err)
+    check(re.search(r"^ +Aggregate .*\(rows=2 tasks=\d+ (per worker=[\d/]+ )?time=\d+\.\d{3} ms "
+                    r"memory=\d+\.\d (KiB|MiB) pipeline \d+: ", out, re.M)
+          is not None, "aggregate line with 2 rows and its tables' memory", code, out, err)
     check(re.search(r"^ +Scan t .*\(rows=2 tasks=\d+ ", out, re.M) is not None, "scan line with 2 rows", code, out,
           err)
     check(out.startswith("CREATE TABLE\nINSERT 0 3\nPlan:\n  "), "plan after the command tags", code, out, err)

@@ -498,10 +498,18 @@ Type aggregate_type(AggregateFunction function, const Type &argument) {
     case AggregateFunction::var_pop:
     case AggregateFunction::stddev_samp:
     case AggregateFunction::stddev_pop:
-    case AggregateFunction::quantile_cont:
         if (argument.id != TypeId::float64) {
             throw std::invalid_argument(
                 std::string(aggregate_function_name(function)).append("() needs a DOUBLE argument"));
+        }
+        return Type::float64();
+    case AggregateFunction::quantile_cont:
+        // DuckDB: a DECIMAL quantile keeps the argument's type.
+        if (argument.id == TypeId::decimal) {
+            return argument;
+        }
+        if (argument.id != TypeId::float64) {
+            throw std::invalid_argument("quantile_cont() needs a DOUBLE or DECIMAL argument");
         }
         return Type::float64();
     case AggregateFunction::string_agg:

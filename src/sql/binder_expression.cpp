@@ -782,14 +782,16 @@ Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context 
                     order = string_field(sort_by, "sortby_dir") == "SORTBY_DESC" ? -1 : 1;
                 }
             } else if (name == "median" || name == "quantile_cont") {
-                // DuckDB: DOUBLE for integers and doubles; TunaDB computes DECIMALs in DOUBLE too.
+                // DuckDB: DOUBLE for integers and doubles, the argument's type for DECIMALs.
                 if (!type.is_numeric()) {
                     fail("function " + name + "(" + type.to_string() + ") does not exist", location);
                 }
                 if (distinct) {
                     fail(name + "(DISTINCT ...) is not supported", location);
                 }
-                argument = db::expr::cast(argument, db::Type::float64());
+                if (type.id != db::TypeId::decimal) {
+                    argument = db::expr::cast(argument, db::Type::float64());
+                }
                 function = db::AggregateFunction::quantile_cont;
             } else if (name.starts_with("stddev") || name.starts_with("var")) {
                 if (!type.is_numeric()) {

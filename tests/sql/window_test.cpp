@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <mx/sql/database.h>
 #include <mx/tasking/config.h>
@@ -101,4 +102,133 @@ TEST(SqlWindow, CancelStopsALongFrameEvaluation) {
     EXPECT_NE(error->find("stopped by the test"), std::string::npos) << *error;
     EXPECT_LT(seconds, 5.0) << "cancel waited for the frame evaluation to end";
     EXPECT_EQ(database.query("SELECT count(*) FROM t").at(0, 0).i64, 100000);
+}
+
+namespace {
+
+/// w(a, k, v, s): a = 0 .. 10^digits - 1; k has ties of ~100 rows (so peer groups cross range
+/// boundaries wherever splitters fall) and NULLs; v is a nullable DECIMAL; s a nullable string.
+void make_window_table(mx::sql::Database &database, int digits) {
+    make_table(database, digits, 1);
+    database.execute("CREATE TABLE w (a INTEGER, k INTEGER, v DECIMAL(18,3), s VARCHAR)");
+    database.execute(
+        "INSERT INTO w SELECT a, CASE WHEN a % 97 = 0 THEN NULL ELSE (a * 7919) % 1000 END AS k, "
+        "CASE WHEN a % 11 = 0 THEN NULL ELSE ((a * 31) % 2001 - 1000)::DECIMAL(12,2) / 8 END AS v, "
+        "CASE WHEN a % 13 = 0 THEN NULL ELSE (a % 5003)::VARCHAR END AS s FROM t");
+}
+
+/// The first differing line of two CSV texts ("" when equal): gtest's diff of two huge strings
+/// takes quadratic memory.
+std::string first_difference(const std::string &actual, const std::string &expected) {
+    std::size_t line_start = 0;
+    std::size_t line = 0;
+    for (std::size_t i = 0; i < std::max(actual.size(), expected.size()); ++i) {
+        if (i >= actual.size() || i >= expected.size() || actual[i] != expected[i]) {
+            auto line_of = [&](const std::string &text) {
+                return text.substr(line_start, text.find('\n', line_start) - line_start);
+            };
+            return "line " + std::to_string(line) + ": " + line_of(actual) + " instead of " +
+                   line_of(expected);
+        }
+        if (actual[i] == '\n') {
+            line_start = i + 1;
+            ++line;
+        }
+    }
+    return "";
+}
+
+const char *const parallel_query =
+    "SELECT a, row_number() OVER (ORDER BY k), rank() OVER (ORDER BY k DESC NULLS FIRST), "
+    "ntile(7) OVER (ORDER BY k), lag(v, 3) OVER (ORDER BY k), lead(v, 2, -1.5) OVER (ORDER BY k, a), "
+    "lag(s, -1) OVER (ORDER BY k), first_value(v) OVER (ORDER BY k), "
+    "last_value(s) OVER (ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING), "
+    "first_value(v) OVER (ORDER BY k ROWS BETWEEN 2 PRECEDING AND 3 FOLLOWING), "
+    "last_value(v) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING), "
+    "count(v) OVER (ORDER BY k), count(*) OVER (ORDER BY k ROWS BETWEEN 5 PRECEDING AND 1 PRECEDING), "
+    "sum(v) OVER (ORDER BY k ROWS UNBOUNDED PRECEDING), sum(v) OVER (ORDER BY k), sum(v) OVER (), "
+    "avg(v) OVER (ORDER BY k ROWS BETWEEN 10 PRECEDING AND 10 FOLLOWING), "
+    "sum(a) OVER (ORDER BY k RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING), "
+    "min(v) OVER (ORDER BY k), max(v) OVER (ORDER BY k ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING), "
+    "min(s) OVER (ORDER BY k ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING), max(v) OVER (), "
+    "count(*) OVER (), sum(v) OVER (ORDER BY k ROWS BETWEEN 4 FOLLOWING AND 9 FOLLOWING) FROM w ORDER BY a";
+
+} // namespace
+
+TEST(SqlWindow, ParallelRangesMatchOneTask) {
+    // The reference: one worker, so the window without PARTITION BY runs on one task.
+    mx::tasking::RuntimeConfig one;
+    one.workers = 1;
+    std::string expected;
+    {
+        mx::tasking::Runtime runtime{one};
+        mx::sql::Database reference{runtime};
+        make_window_table(reference, 5);
+        expected = reference.query(parallel_query).to_csv("NULL");
+    }
+    ASSERT_GT(expected.size(), 100000U * 20);
+    // Ranges of ~50 000, ~33 000 and ~25 000 rows; morsels of 64 or 1000 rows (parallel from 16
+    // morsels).
+    for (const auto &[workers, morsel] : {std::pair{2, 64U}, std::pair{3, 1000U}, std::pair{4, 64U}}) {
+        mx::tasking::RuntimeConfig config;
+        config.workers = static_cast<std::uint16_t>(workers);
+        mx::tasking::Runtime runtime{config};
+        mx::sql::DatabaseOptions options;
+        options.execution.morsel_rows = morsel;
+        mx::sql::Database database{runtime, options};
+        make_window_table(database, 5);
+        EXPECT_EQ(first_difference(database.query(parallel_query).to_csv("NULL"), expected), "")
+            << workers << " workers, morsels of " << morsel;
+        const std::string plan = database.explain(parallel_query);
+        EXPECT_NE(plan.find("parallel from " + std::to_string(16 * morsel) + " rows"), std::string::npos)
+            << plan;
+    }
+}
+
+TEST(SqlWindow, ParallelRangesLeaveDoublesAndDenseRankOnOneTask) {
+    mx::tasking::Runtime runtime{two_workers()};
+    mx::sql::DatabaseOptions options;
+    options.execution.morsel_rows = 64;
+    mx::sql::Database database{runtime, options};
+    make_window_table(database, 3);
+    const std::string exact = database.explain("SELECT sum(v) OVER (ORDER BY k) FROM w");
+    EXPECT_NE(exact.find("parallel from 1024 rows"), std::string::npos) << exact;
+    // DOUBLE sums and dense_rank depend on every row before a range in sorted order.
+    const std::string doubles = database.explain("SELECT sum(v::DOUBLE) OVER (ORDER BY k) FROM w");
+    EXPECT_EQ(doubles.find("parallel from"), std::string::npos) << doubles;
+    const std::string dense = database.explain("SELECT dense_rank() OVER (ORDER BY k) FROM w");
+    EXPECT_EQ(dense.find("parallel from"), std::string::npos) << dense;
+    const std::string partitioned = database.explain("SELECT sum(v) OVER (PARTITION BY k) FROM w");
+    EXPECT_EQ(partitioned.find("parallel from"), std::string::npos) << partitioned;
+}
+
+TEST(SqlWindow, ParallelRangesStopWhenCancelled) {
+    mx::tasking::Runtime runtime{two_workers()};
+    mx::sql::DatabaseOptions options;
+    options.execution.morsel_rows = 64;
+    mx::sql::Database database{runtime, options};
+    make_window_table(database, 5);
+    const std::string query =
+        "SELECT max(m) FROM (SELECT sum(v) OVER (ORDER BY k ROWS BETWEEN 4000 PRECEDING AND "
+        "4000 FOLLOWING) AS m FROM w, (SELECT 1 UNION ALL SELECT 2) x) s";
+    std::atomic<bool> done{false};
+    std::optional<std::string> error;
+    std::thread runner{[&] {
+        try {
+            database.execute(query);
+        } catch (const mx::sql::SqlError &e) {
+            error = e.message();
+        }
+        done.store(true);
+    }};
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (!done.load()) {
+        database.cancel("stopped by the test");
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    runner.join();
+    if (error.has_value()) {
+        EXPECT_NE(error->find("stopped by the test"), std::string::npos) << *error;
+    }
+    EXPECT_EQ(database.query("SELECT count(*) FROM w").at(0, 0).i64, 100000);
 }

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -86,8 +87,12 @@ inline void set_moments(AggState &state, Moments moments) noexcept {
 static_assert(sizeof(Moments) == sizeof(Int128));
 
 /// quantile_cont state: `wide` points to the group's values (a list owned by the worker that
-/// started it, see WorkerState::lists); `count` counts them.
-using ValueList = std::vector<double>;
+/// started it, see WorkerState::lists); `count` counts them. DOUBLE arguments fill `doubles`,
+/// DECIMAL arguments fill `decimals` with the unscaled values, so their quantile is exact.
+struct ValueList {
+    std::vector<double> doubles;
+    std::vector<Int128> decimals;
+};
 inline ValueList *get_list(const AggState &state) noexcept {
     ValueList *list = nullptr;
     std::memcpy(&list, &state.wide, sizeof(list));
@@ -249,7 +254,17 @@ void update(const AggregateInfo &aggregate, std::byte *const *rows, const Column
                 list = &lists.emplace_back();
                 set_list(state, list);
             }
-            list->push_back(argument->get<double>(row));
+            switch (argument->physical) {
+            case PhysicalType::i64:
+                list->decimals.push_back(argument->get<std::int64_t>(row));
+                break;
+            case PhysicalType::i128:
+                list->decimals.push_back(argument->get<Int128>(row));
+                break;
+            default:
+                list->doubles.push_back(argument->get<double>(row));
+                break;
+            }
             ++state.count;
         });
         return;
@@ -351,13 +366,55 @@ void merge_state(const AggregateInfo &aggregate, AggState &into, const AggState 
         if (into_list == nullptr) {
             set_list(into, from_list);
         } else {
-            into_list->insert(into_list->end(), from_list->begin(), from_list->end());
+            into_list->doubles.insert(into_list->doubles.end(), from_list->doubles.begin(),
+                                      from_list->doubles.end());
+            into_list->decimals.insert(into_list->decimals.end(), from_list->decimals.begin(),
+                                       from_list->decimals.end());
         }
         into.count += from.count;
         return;
     }
     }
     return;
+}
+
+/// DuckDB's 128-bit to DOUBLE conversion: the low and high 64-bit halves are converted apart,
+/// except for small negative values (high half -1), which convert from their magnitude.
+inline double wide_to_double(Int128 value) noexcept {
+    const auto lower = static_cast<std::uint64_t>(value); // modulo 2^64: the low half
+    const auto upper = static_cast<std::int64_t>(value >> 64);
+    if (upper == -1) {
+        return -static_cast<double>(std::numeric_limits<std::uint64_t>::max() - lower) - 1.0;
+    }
+    return static_cast<double>(lower) + static_cast<double>(upper) * 18446744073709551616.0;
+}
+
+/// quantile_cont of unscaled DECIMAL values with DuckDB's result in the same DECIMAL type: with
+/// position p = fraction * (n - 1), the value at floor(p) when p is whole; otherwise, between
+/// the values lo and hi at floor(p) and ceil(p) and d = p - floor(p), 64-bit decimals give
+/// lo + trunc((hi - lo) * d) (so the interpolation rounds down) and 128-bit decimals give
+/// trunc(lo * (1 - d) + hi * d) computed in DOUBLE (so it rounds toward zero).
+Int128 decimal_quantile(std::vector<Int128> &values, double fraction, bool wide) noexcept {
+    MX_ASSERT(!values.empty(), "a quantile of no values");
+    const double position = fraction * static_cast<double>(values.size() - 1);
+    const auto low = static_cast<std::size_t>(std::floor(position));
+    const auto high = static_cast<std::size_t>(std::ceil(position));
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(low), values.end());
+    const Int128 low_value = values[low];
+    if (high == low) {
+        return low_value;
+    }
+    const Int128 high_value =
+        *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(high), values.end());
+    const double d = position - static_cast<double>(low);
+    if (!wide) {
+        // Both values fit 64 bits with at most 18 digits, so the difference does too.
+        const auto delta = static_cast<double>(static_cast<std::int64_t>(high_value - low_value));
+        return low_value + static_cast<Int128>(static_cast<std::int64_t>(delta * d));
+    }
+    const double mixed = wide_to_double(low_value) * (1.0 - d) + wide_to_double(high_value) * d;
+    // |mixed| stays within the two inputs' range, below 10^38 < 2^127.
+    return static_cast<Int128>(mixed);
 }
 
 /// Writes the final value of an aggregate into row `out_row` of `out`. Returns false when an
@@ -449,19 +506,30 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
     }
     case AggregateFunction::quantile_cont: {
         ValueList *list = get_list(state);
-        if (list == nullptr || list->empty()) {
+        if (list == nullptr || state.count == 0) {
             out.set_null(out_row);
             return true;
         }
+        if (aggregate.input.id == TypeId::decimal) {
+            const Int128 value = decimal_quantile(list->decimals, aggregate.fraction,
+                                                  aggregate.input.physical() == PhysicalType::i128);
+            if (aggregate.result.physical() == PhysicalType::i128) {
+                out.mutable_data<Int128>()[out_row] = value;
+            } else {
+                out.mutable_data<std::int64_t>()[out_row] = static_cast<std::int64_t>(value);
+            }
+            return true;
+        }
+        std::vector<double> &values = list->doubles;
         // DuckDB: interpolate between the values at floor and ceil of fraction * (n - 1).
-        const double position = aggregate.fraction * static_cast<double>(list->size() - 1);
+        const double position = aggregate.fraction * static_cast<double>(values.size() - 1);
         const auto low = static_cast<std::size_t>(std::floor(position));
         const auto high = static_cast<std::size_t>(std::ceil(position));
-        std::nth_element(list->begin(), list->begin() + static_cast<std::ptrdiff_t>(low), list->end());
-        const double low_value = (*list)[low];
+        std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(low), values.end());
+        const double low_value = values[low];
         double high_value = low_value;
         if (high != low) {
-            high_value = *std::min_element(list->begin() + static_cast<std::ptrdiff_t>(high), list->end());
+            high_value = *std::min_element(values.begin() + static_cast<std::ptrdiff_t>(high), values.end());
         }
         out.mutable_data<double>()[out_row] =
             low_value + (position - static_cast<double>(low)) * (high_value - low_value);

@@ -3,7 +3,19 @@
 // (one per bucket, in parallel) gather bucket p of every worker, sort it by (partition key,
 // ORDER BY key), evaluate every window function partition by partition and emit the rows with
 // their results. Every row of one SQL partition lands in the same bucket, so the parts are
-// independent. Without PARTITION BY there is one bucket: one task sorts and evaluates all rows.
+// independent. Without PARTITION BY there is one bucket: below a row threshold one task sorts and
+// evaluates all rows.
+//
+// Without PARTITION BY and with at least parallel_min_rows rows (and every function supported,
+// see parallel_capable), finalize runs one part per worker over a range of the sorted order
+// instead: every part computes the same splitters (ORDER BY keys sampled from every worker's
+// rows), so ranges split between peer groups, never inside one. Part k scans all rows once: it
+// keeps its own range, counts and sums (exact) what lies before and after it, keeps the last and
+// first `halo` rows around it (for lag/lead and sliding ROWS frames) and the extremes before and
+// after it (for min/max and first_value/last_value over unbounded frames). It sorts its range and
+// evaluates every function at global positions (its range starts after the rows before it), so
+// the results equal the one-task path's. DOUBLE sums and dense_rank depend on everything before
+// a range in sorted order and stay on the one-task path.
 //
 // Strings are copied into the arena of the worker whose consume task saw the row; the arenas
 // live as long as the node, so emitted batches view them.
@@ -21,6 +33,7 @@
 #include <deque>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,7 +104,8 @@ class WindowNode final : public BatchNode {
 public:
     WindowNode(const PlanNode &plan, std::vector<OrderSpec> order, std::uint32_t batch_rows)
         : BatchNode("window"), _partition(plan.partition_columns), _order(std::move(order)),
-          _functions(plan.windows), _batch_rows(std::max<std::uint32_t>(batch_rows, 1)) {
+          _functions(plan.windows), _batch_rows(std::max<std::uint32_t>(batch_rows, 1)),
+          _parallel_min_rows(std::size_t{16} * _batch_rows) {
         const std::size_t inputs = plan.children[0]->output.size();
         for (std::size_t c = 0; c < plan.output.size(); ++c) {
             (c < inputs ? _types : _result_types).push_back(plan.output[c].type);
@@ -144,10 +158,18 @@ public:
     }
 
     [[nodiscard]] std::uint32_t finalize_parts(std::uint16_t /*workers*/) const noexcept override {
-        return _buckets;
+        // Called once after the consume phase: the row count is known.
+        return _partition.empty() ? parallel_parts() : _buckets;
     }
 
     void finalize_part(FlowContext &context, std::uint32_t part) noexcept override {
+        if (_partition.empty()) {
+            // Every part of a parallel run reads every worker's buffer: nothing is released here.
+            if (const std::uint32_t parts = parallel_parts(); parts > 1) {
+                parallel_part(context, part, parts);
+                return;
+            }
+        }
         // Gather bucket `part` of every worker (strings stay in the workers' arenas, which live
         // as long as the graph).
         // The emitted batches copy the values (strings stay views into the arenas), so the
@@ -236,7 +258,11 @@ public:
         for (std::size_t i = 0; i < _functions.size(); ++i) {
             text.append(i > 0 ? ", " : "").append(window_function_name(_functions[i].function));
         }
-        return text.append("]");
+        text.append("]");
+        if (std::size_t halo = 0; parallel_capable(halo)) {
+            text.append(" parallel from ").append(std::to_string(_parallel_min_rows)).append(" rows");
+        }
+        return text;
     }
 
 private:
@@ -301,15 +327,19 @@ private:
 
     static int compare_column(const ColumnData &column, std::uint32_t a, std::uint32_t b,
                               bool nulls_first) noexcept {
-        const bool a_null = column.is_null(a);
-        const bool b_null = column.is_null(b);
+        return compare_column(column, a, column, b, nulls_first);
+    }
+    static int compare_column(const ColumnData &left, std::uint32_t a, const ColumnData &right,
+                              std::uint32_t b, bool nulls_first) noexcept {
+        const bool a_null = left.is_null(a);
+        const bool b_null = right.is_null(b);
         if (a_null || b_null) {
             if (a_null == b_null) {
                 return 0;
             }
             return (a_null == nulls_first) ? -1 : 1;
         }
-        return compare_cells(column.physical, column.cell(a), column.cell(b));
+        return compare_cells(left.physical, left.cell(a), right.cell(b));
     }
 
     [[nodiscard]] bool same_partition(const ColumnData *data, std::uint32_t a,
@@ -348,8 +378,13 @@ private:
     /// The frame [start, end) of sorted position i.
     static std::pair<std::size_t, std::size_t> frame(const WindowSpec &spec, const Bounds &bounds,
                                                      std::size_t i) noexcept {
-        const std::size_t ps = bounds.partition_start[i];
-        const std::size_t pe = bounds.partition_end[i];
+        return frame(spec, i, bounds.partition_start[i], bounds.partition_end[i], bounds.peer_start[i],
+                     bounds.peer_end[i]);
+    }
+    /// The frame [start, end) of position i in the partition [ps, pe) with peers [peer_start, peer_end).
+    static std::pair<std::size_t, std::size_t> frame(const WindowSpec &spec, std::size_t i, std::size_t ps,
+                                                     std::size_t pe, std::size_t peer_start,
+                                                     std::size_t peer_end) noexcept {
         auto position = [&](const FrameBound &bound, bool is_end) -> std::size_t {
             switch (bound.kind) {
             case FrameBoundKind::unbounded_preceding:
@@ -358,7 +393,7 @@ private:
                 return pe;
             case FrameBoundKind::current_row:
                 if (!spec.rows) {
-                    return is_end ? bounds.peer_end[i] : bounds.peer_start[i];
+                    return is_end ? peer_end : peer_start;
                 }
                 return is_end ? i + 1 : i;
             case FrameBoundKind::preceding: {
@@ -665,6 +700,576 @@ private:
         }
     }
 
+    // ---- Parallel evaluation without PARTITION BY (see the top of the file) ----
+
+    /// A row of one worker's buffer.
+    struct Ref {
+        std::uint32_t worker{0};
+        std::uint32_t row{0};
+    };
+
+    /// Running totals of the rows on one side of a part's range, per function.
+    struct Side {
+        std::vector<std::int64_t> counts;         // non-NULL arguments
+        std::vector<Int128> sums;                 // exact sums of integral arguments
+        std::vector<std::optional<Ref>> extremes; // min/max: the best non-NULL argument
+    };
+
+    static constexpr std::size_t max_halo = 4096;
+
+    /// Whether every function can be evaluated by ranges of the sorted order; the halo (rows
+    /// each range needs from its neighbours) goes to `halo`.
+    [[nodiscard]] bool parallel_capable(std::size_t &halo) const noexcept {
+        halo = 0;
+        if (!_partition.empty()) {
+            return false;
+        }
+        auto bound_ok = [&](const FrameBound &bound) {
+            if (bound.kind == FrameBoundKind::preceding || bound.kind == FrameBoundKind::following) {
+                if (bound.offset > max_halo) {
+                    return false;
+                }
+                halo = std::max<std::size_t>(halo, bound.offset);
+            }
+            return true;
+        };
+        for (const WindowSpec &spec : _functions) {
+            switch (spec.function) {
+            case WindowFunction::dense_rank:
+                return false;
+            case WindowFunction::lag:
+            case WindowFunction::lead: {
+                const std::uint64_t distance = spec.offset >= 0 ? static_cast<std::uint64_t>(spec.offset)
+                                                                : 0 - static_cast<std::uint64_t>(spec.offset);
+                if (distance > max_halo) {
+                    return false;
+                }
+                halo = std::max<std::size_t>(halo, distance);
+                break;
+            }
+            case WindowFunction::sum:
+            case WindowFunction::avg:
+                if (!integral(_physical[*spec.argument])) {
+                    return false; // DOUBLE sums add in sorted order
+                }
+                [[fallthrough]];
+            default:
+                if (!bound_ok(spec.start) || !bound_ok(spec.end)) {
+                    return false;
+                }
+                break;
+            }
+        }
+        return true;
+    }
+
+    [[nodiscard]] std::size_t total_rows() const noexcept {
+        std::size_t rows = 0;
+        for (std::uint16_t w = 0; w < _worker_count; ++w) {
+            rows += _local[w].buckets[0].rows;
+        }
+        return rows;
+    }
+
+    /// The number of ranges a run without PARTITION BY evaluates in parallel (1: one task).
+    [[nodiscard]] std::uint32_t parallel_parts() const noexcept {
+        std::size_t halo = 0;
+        if (_worker_count < 2 || !parallel_capable(halo) || total_rows() < _parallel_min_rows) {
+            return 1;
+        }
+        return _worker_count;
+    }
+
+    [[nodiscard]] int compare_keys(const std::vector<std::vector<ColumnData>> &sources, Ref a,
+                                   Ref b) const noexcept {
+        const std::vector<ColumnData> &left = sources[a.worker];
+        const std::vector<ColumnData> &right = sources[b.worker];
+        for (const OrderSpec &key : _order) {
+            const ColumnData &l = left[key.column];
+            const ColumnData &r = right[key.column];
+            if (const int order = compare_column(l, a.row, r, b.row, key.nulls_first); order != 0) {
+                return key.descending && !(l.is_null(a.row) || r.is_null(b.row)) ? -order : order;
+            }
+        }
+        return 0;
+    }
+
+    /// compare_full without partition columns, across workers' buffers.
+    [[nodiscard]] int compare_refs(const std::vector<std::vector<ColumnData>> &sources, Ref a,
+                                   Ref b) const noexcept {
+        if (const int order = compare_keys(sources, a, b); order != 0) {
+            return order;
+        }
+        for (std::size_t c = 0; c < _types.size(); ++c) {
+            if (const int order =
+                    compare_column(sources[a.worker][c], a.row, sources[b.worker][c], b.row, false);
+                order != 0) {
+                return order;
+            }
+        }
+        return 0;
+    }
+
+    /// Splitters on the ORDER BY keys from a sample of every worker's rows; every part computes
+    /// the same ones. Range k holds the rows r with splitter[k-1] <= r < splitter[k] (keys only).
+    [[nodiscard]] std::vector<Ref> splitters(const std::vector<std::vector<ColumnData>> &sources,
+                                             std::uint32_t parts) const {
+        const std::size_t per_worker = 64 * std::size_t{parts};
+        std::vector<Ref> sample;
+        for (std::uint16_t w = 0; w < _worker_count; ++w) {
+            const std::uint32_t rows = _local[w].buckets[0].rows;
+            const std::uint32_t stride =
+                std::max<std::uint32_t>(1, static_cast<std::uint32_t>(rows / per_worker));
+            for (std::uint32_t r = 0; r < rows; r += stride) {
+                sample.push_back(Ref{w, r});
+            }
+        }
+        std::sort(sample.begin(), sample.end(), [&](Ref a, Ref b) {
+            const int order = compare_refs(sources, a, b);
+            return order != 0 ? order < 0 : (a.worker != b.worker ? a.worker < b.worker : a.row < b.row);
+        });
+        std::vector<Ref> result;
+        for (std::uint32_t k = 1; k < parts; ++k) {
+            result.push_back(sample[sample.size() * k / parts]);
+        }
+        return result;
+    }
+
+    /// Adds row `ref` to the totals of one side.
+    bool add_to_side(FlowContext &context, const std::vector<std::vector<ColumnData>> &sources, Ref ref,
+                     Side &side) const noexcept {
+        for (std::size_t f = 0; f < _functions.size(); ++f) {
+            const WindowSpec &spec = _functions[f];
+            if (!spec.argument.has_value()) {
+                continue;
+            }
+            const ColumnData &argument = sources[ref.worker][*spec.argument];
+            if (argument.is_null(ref.row)) {
+                continue;
+            }
+            switch (spec.function) {
+            case WindowFunction::count:
+                ++side.counts[f];
+                break;
+            case WindowFunction::sum:
+            case WindowFunction::avg:
+                ++side.counts[f];
+                if (__builtin_add_overflow(side.sums[f], integral_value(argument, ref.row), &side.sums[f])) {
+                    context.fail("Overflow in SUM: the result does not fit DECIMAL(38)");
+                    return false;
+                }
+                break;
+            case WindowFunction::min:
+            case WindowFunction::max: {
+                std::optional<Ref> &best = side.extremes[f];
+                const int wanted = spec.function == WindowFunction::min ? -1 : 1;
+                if (!best.has_value() ||
+                    compare_cells(argument.physical, argument.cell(ref.row),
+                                  sources[best->worker][*spec.argument].cell(best->row)) *
+                            wanted >
+                        0) {
+                    best = ref;
+                }
+                break;
+            }
+            default:
+                break;
+            }
+        }
+        return true;
+    }
+
+    void parallel_part(FlowContext &context, std::uint32_t part, std::uint32_t parts) noexcept {
+        std::size_t halo = 0;
+        (void)parallel_capable(halo);
+        std::vector<std::vector<ColumnData>> sources(_worker_count);
+        for (std::uint16_t w = 0; w < _worker_count; ++w) {
+            sources[w] = columns(_local[w].buckets[0]);
+        }
+        const std::vector<Ref> split = splitters(sources, parts);
+        auto less = [&](Ref a, Ref b) { return compare_refs(sources, a, b) < 0; };
+        auto greater = [&](Ref a, Ref b) { return compare_refs(sources, a, b) > 0; };
+
+        // One scan over every row: the own range, the sides' totals and halos, the first and last rows.
+        const std::size_t functions = _functions.size();
+        Side before{std::vector<std::int64_t>(functions, 0), std::vector<Int128>(functions, 0),
+                    std::vector<std::optional<Ref>>(functions)};
+        Side after = before;
+        std::vector<Ref> own;
+        std::vector<Ref> halo_before; // heap: the `halo` greatest rows before the range (front: least)
+        std::vector<Ref> halo_after;  // heap: the `halo` least rows after the range (front: greatest)
+        std::optional<Ref> first;     // the least row before the range
+        std::optional<Ref> last;      // the greatest row after the range
+        std::size_t count_before = 0;
+        std::size_t count_after = 0;
+        CancelPoll poll(context);
+        for (std::uint16_t w = 0; w < _worker_count; ++w) {
+            const std::uint32_t rows = _local[w].buckets[0].rows;
+            for (std::uint32_t r = 0; r < rows; ++r) {
+                if (poll()) {
+                    return;
+                }
+                const Ref ref{w, r};
+                if (part > 0 && compare_keys(sources, ref, split[part - 1]) < 0) {
+                    ++count_before;
+                    if (!add_to_side(context, sources, ref, before)) {
+                        return;
+                    }
+                    if (!first.has_value() || less(ref, *first)) {
+                        first = ref;
+                    }
+                    if (halo > 0) {
+                        if (halo_before.size() < halo) {
+                            halo_before.push_back(ref);
+                            std::push_heap(halo_before.begin(), halo_before.end(), greater);
+                        } else if (less(halo_before.front(), ref)) {
+                            std::pop_heap(halo_before.begin(), halo_before.end(), greater);
+                            halo_before.back() = ref;
+                            std::push_heap(halo_before.begin(), halo_before.end(), greater);
+                        }
+                    }
+                } else if (part + 1 < parts && compare_keys(sources, split[part], ref) <= 0) {
+                    ++count_after;
+                    if (!add_to_side(context, sources, ref, after)) {
+                        return;
+                    }
+                    if (!last.has_value() || less(*last, ref)) {
+                        last = ref;
+                    }
+                    if (halo > 0) {
+                        if (halo_after.size() < halo) {
+                            halo_after.push_back(ref);
+                            std::push_heap(halo_after.begin(), halo_after.end(), less);
+                        } else if (less(ref, halo_after.front())) {
+                            std::pop_heap(halo_after.begin(), halo_after.end(), less);
+                            halo_after.back() = ref;
+                            std::push_heap(halo_after.begin(), halo_after.end(), less);
+                        }
+                    }
+                } else {
+                    own.push_back(ref);
+                }
+            }
+        }
+        if (own.empty()) {
+            return;
+        }
+        std::sort(own.begin(), own.end(), less);
+        std::sort(halo_before.begin(), halo_before.end(), less);
+        std::sort(halo_after.begin(), halo_after.end(), less);
+        if (context.cancelled()) {
+            return;
+        }
+        // extended = halo before, own range, halo after: global positions base .. base + size.
+        std::vector<Ref> extended;
+        extended.reserve(halo_before.size() + own.size() + halo_after.size());
+        extended.insert(extended.end(), halo_before.begin(), halo_before.end());
+        extended.insert(extended.end(), own.begin(), own.end());
+        extended.insert(extended.end(), halo_after.begin(), halo_after.end());
+        const std::size_t n = count_before + own.size() + count_after;
+        const std::size_t offset = count_before; // global position of own[0]
+        const std::size_t base = count_before - halo_before.size();
+        const std::size_t local_start = halo_before.size();
+        auto at = [&](std::size_t global) -> Ref {
+            if (global >= base && global - base < extended.size()) {
+                return extended[global - base];
+            }
+            MX_ASSERT(global == 0 || global + 1 == n, "a window position outside the halo");
+            if (global == 0) {
+                return first.value_or(extended.front());
+            }
+            return last.value_or(extended.back());
+        };
+
+        // Peer groups never cross ranges: the splitters compare the ORDER BY keys only.
+        const std::size_t m = own.size();
+        std::vector<std::uint32_t> peer_start(m);
+        std::vector<std::uint32_t> peer_end(m);
+        for (std::size_t j = 0; j < m; ++j) {
+            peer_start[j] = j > 0 && compare_keys(sources, own[j - 1], own[j]) == 0
+                                ? peer_start[j - 1]
+                                : static_cast<std::uint32_t>(j);
+        }
+        for (std::size_t j = m; j-- > 0;) {
+            peer_end[j] = j + 1 < m && peer_start[j + 1] == peer_start[j] ? peer_end[j + 1]
+                                                                          : static_cast<std::uint32_t>(j + 1);
+        }
+        auto global_frame = [&](const WindowSpec &spec, std::size_t j) {
+            return frame(spec, offset + j, 0, n, offset + peer_start[j], offset + peer_end[j]);
+        };
+
+        std::vector<Results> results(functions);
+        for (std::size_t f = 0; f < functions; ++f) {
+            results[f].init(_result_types[f].physical(), m);
+            if (!evaluate_range(context, f, sources, extended, base, n, offset, local_start, before, after,
+                                at, global_frame, results[f])) {
+                return;
+            }
+        }
+        emit_refs(context, sources, own, results);
+    }
+
+    template <class At, class GlobalFrame>
+    bool evaluate_range(FlowContext &context, std::size_t f,
+                        const std::vector<std::vector<ColumnData>> &sources, const std::vector<Ref> &extended,
+                        std::size_t base, std::size_t n, std::size_t offset, std::size_t local_start,
+                        const Side &before, const Side &after, At &&at, GlobalFrame &&global_frame,
+                        Results &out) const noexcept {
+        const WindowSpec &spec = _functions[f];
+        const std::size_t m = out.nulls.size();
+        auto argument_of = [&](Ref ref) -> const ColumnData & { return sources[ref.worker][*spec.argument]; };
+        auto set_from = [&](std::size_t j, const ColumnData &column, std::uint32_t row) {
+            if (column.is_null(row)) {
+                out.set_null(j);
+            } else {
+                out.set_cell(j, column.cell(row));
+            }
+        };
+        CancelPoll poll(context);
+        switch (spec.function) {
+        case WindowFunction::row_number:
+            for (std::size_t j = 0; j < m; ++j) {
+                out.set(j, static_cast<std::int64_t>(offset + j + 1));
+            }
+            return true;
+        case WindowFunction::rank: {
+            // A RANGE frame from CURRENT ROW starts at the first peer: the rank is its position + 1.
+            WindowSpec peers;
+            peers.start = FrameBound{FrameBoundKind::current_row, 0};
+            for (std::size_t j = 0; j < m; ++j) {
+                out.set(j, static_cast<std::int64_t>(global_frame(peers, j).first + 1));
+            }
+            return true;
+        }
+        case WindowFunction::count_star:
+            for (std::size_t j = 0; j < m; ++j) {
+                const auto [start, end] = global_frame(spec, j);
+                out.set(j, static_cast<std::int64_t>(end - start));
+            }
+            return true;
+        case WindowFunction::dense_rank:
+            return false; // not parallel_capable
+        case WindowFunction::ntile:
+            for (std::size_t j = 0; j < m; ++j) {
+                const Ref ref = extended[local_start + j];
+                const ColumnData &argument = argument_of(ref);
+                if (argument.is_null(ref.row)) {
+                    out.set_null(j);
+                    continue;
+                }
+                const std::int64_t buckets = argument.get<std::int64_t>(ref.row);
+                if (buckets <= 0) {
+                    context.fail("Argument for ntile must be greater than zero");
+                    return false;
+                }
+                const auto total = static_cast<std::int64_t>(n);
+                const std::int64_t used = std::min(buckets, total);
+                const std::int64_t size = total / used;
+                const std::int64_t large = total - used * size;
+                const auto index = static_cast<std::int64_t>(offset + j);
+                const std::int64_t small_start = large * (size + 1);
+                out.set(j, index < small_start ? 1 + index / (size + 1)
+                                               : 1 + large + (index - small_start) / size);
+            }
+            return true;
+        case WindowFunction::lag:
+        case WindowFunction::lead: {
+            const bool backward = (spec.function == WindowFunction::lag) == (spec.offset >= 0);
+            const std::uint64_t distance = spec.offset >= 0 ? static_cast<std::uint64_t>(spec.offset)
+                                                            : 0 - static_cast<std::uint64_t>(spec.offset);
+            for (std::size_t j = 0; j < m; ++j) {
+                const std::size_t i = offset + j;
+                const bool inside = backward ? distance <= i : distance < n - i;
+                if (inside) {
+                    const Ref ref = at(backward ? i - distance : i + distance);
+                    set_from(j, argument_of(ref), ref.row);
+                } else if (spec.default_value.has_value()) {
+                    const Ref ref = extended[local_start + j];
+                    set_from(j, sources[ref.worker][*spec.default_value], ref.row);
+                } else {
+                    out.set_null(j);
+                }
+            }
+            return true;
+        }
+        case WindowFunction::first_value:
+        case WindowFunction::last_value:
+            for (std::size_t j = 0; j < m && !poll(); ++j) {
+                const auto [start, end] = global_frame(spec, j);
+                if (start == end) {
+                    out.set_null(j);
+                    continue;
+                }
+                const Ref ref = at(spec.function == WindowFunction::first_value ? start : end - 1);
+                set_from(j, argument_of(ref), ref.row);
+            }
+            return !poll.stopped();
+        case WindowFunction::count:
+        case WindowFunction::sum:
+        case WindowFunction::avg: {
+            // Prefix counts and sums over the extended rows; prefix(g) for a global position g.
+            const std::size_t size = extended.size();
+            const bool exact = spec.function != WindowFunction::count;
+            std::vector<std::int64_t> counts(size + 1, 0);
+            std::vector<Int128> sums(exact ? size + 1 : 0, 0);
+            for (std::size_t t = 0; t < size; ++t) {
+                const ColumnData &argument = argument_of(extended[t]);
+                const bool null = argument.is_null(extended[t].row);
+                counts[t + 1] = counts[t] + (null ? 0 : 1);
+                if (exact) {
+                    sums[t + 1] = sums[t];
+                    if (!null && __builtin_add_overflow(sums[t], integral_value(argument, extended[t].row),
+                                                        &sums[t + 1])) {
+                        context.fail("Overflow in SUM: the result does not fit DECIMAL(38)");
+                        return false;
+                    }
+                }
+            }
+            // Totals of the rows before the extended ones: `before` less the halo before.
+            const std::int64_t count_base = before.counts[f] - counts[local_start];
+            const Int128 sum_base = exact ? before.sums[f] - sums[local_start] : 0;
+            const std::size_t own_end = local_start + m; // the halo after follows
+            const std::int64_t count_total =
+                before.counts[f] + (counts[own_end] - counts[local_start]) + after.counts[f];
+            Int128 sum_total = 0;
+            if (exact &&
+                (__builtin_add_overflow(before.sums[f], sums[own_end] - sums[local_start], &sum_total) ||
+                 __builtin_add_overflow(sum_total, after.sums[f], &sum_total))) {
+                context.fail("Overflow in SUM: the result does not fit DECIMAL(38)");
+                return false;
+            }
+            auto prefix = [&](std::size_t g) -> std::pair<std::int64_t, Int128> {
+                if (g == 0) {
+                    return {0, 0};
+                }
+                if (g == n) {
+                    return {count_total, sum_total};
+                }
+                MX_ASSERT(g >= base && g - base <= size, "a frame bound outside the halo");
+                return {count_base + counts[g - base], exact ? sum_base + sums[g - base] : Int128{0}};
+            };
+            for (std::size_t j = 0; j < m; ++j) {
+                const auto [start, end] = global_frame(spec, j);
+                if (start == end) {
+                    if (spec.function == WindowFunction::count) {
+                        out.set(j, std::int64_t{0});
+                    } else {
+                        out.set_null(j);
+                    }
+                    continue;
+                }
+                const auto [count_end, sum_end] = prefix(end);
+                const auto [count_start, sum_start] = prefix(start);
+                const std::int64_t count = count_end - count_start;
+                if (spec.function == WindowFunction::count) {
+                    out.set(j, count);
+                } else if (count == 0) {
+                    out.set_null(j);
+                } else if (spec.function == WindowFunction::sum) {
+                    out.set(j, sum_end - sum_start);
+                } else {
+                    const long double divisor =
+                        static_cast<long double>(count) *
+                        static_cast<long double>(decimal::pow10(argument_scale(spec)));
+                    out.set(j, static_cast<double>(static_cast<long double>(sum_end - sum_start) / divisor));
+                }
+            }
+            return true;
+        }
+        case WindowFunction::min:
+        case WindowFunction::max: {
+            const int wanted = spec.function == WindowFunction::min ? -1 : 1;
+            auto better = [&](Ref a, Ref b) { // a strictly better than b
+                return compare_cells(argument_of(a).physical, argument_of(a).cell(a.row),
+                                     argument_of(b).cell(b.row)) *
+                           wanted >
+                       0;
+            };
+            // Sliding extreme over the extended rows (frame starts and ends never move back).
+            std::deque<std::size_t> candidates;
+            std::size_t next = 0;
+            const std::size_t size = extended.size();
+            for (std::size_t j = 0; j < m && !poll(); ++j) {
+                const auto [start, end] = global_frame(spec, j);
+                if (start == end) {
+                    out.set_null(j);
+                    continue;
+                }
+                const std::size_t local_begin = std::clamp(start, base, base + size) - base;
+                const std::size_t local_end = std::clamp(end, base, base + size) - base;
+                for (; next < local_end; ++next) {
+                    if (argument_of(extended[next]).is_null(extended[next].row)) {
+                        continue;
+                    }
+                    while (!candidates.empty() && !better(extended[candidates.back()], extended[next])) {
+                        candidates.pop_back();
+                    }
+                    candidates.push_back(next);
+                }
+                while (!candidates.empty() && candidates.front() < local_begin) {
+                    candidates.pop_front();
+                }
+                std::optional<Ref> best;
+                if (!candidates.empty() && candidates.front() < local_end) {
+                    best = extended[candidates.front()];
+                }
+                for (const std::optional<Ref> &side :
+                     {start == 0 && base > 0 ? before.extremes[f] : std::nullopt,
+                      end == n && base + size < n ? after.extremes[f] : std::nullopt}) {
+                    if (side.has_value() && (!best.has_value() || better(*side, *best))) {
+                        best = side;
+                    }
+                }
+                if (best.has_value()) {
+                    out.set_cell(j, argument_of(*best).cell(best->row));
+                } else {
+                    out.set_null(j);
+                }
+            }
+            return !poll.stopped();
+        }
+        }
+        return true;
+    }
+
+    /// Emits a range's rows (from the workers' buffers) with the functions' results, in batches.
+    void emit_refs(FlowContext &context, const std::vector<std::vector<ColumnData>> &sources,
+                   const std::vector<Ref> &rows_in_order, const std::vector<Results> &results) noexcept {
+        const std::size_t n = rows_in_order.size();
+        for (std::size_t first = 0; first < n; first += _batch_rows) {
+            if (context.cancelled()) {
+                return;
+            }
+            const auto rows = static_cast<std::uint32_t>(std::min<std::size_t>(_batch_rows, n - first));
+            auto batch = std::make_unique<Batch>();
+            batch->rows = rows;
+            for (std::size_t c = 0; c < _types.size(); ++c) {
+                Vector &vector = batch->columns.emplace_back(_types[c], rows);
+                for (std::uint32_t r = 0; r < rows; ++r) {
+                    const Ref ref = rows_in_order[first + r];
+                    const ColumnData &column = sources[ref.worker][c];
+                    if (column.is_null(ref.row)) {
+                        vector.set_null(r);
+                    } else {
+                        put_cell(vector, r, column.cell(ref.row));
+                    }
+                }
+            }
+            for (std::size_t f = 0; f < results.size(); ++f) {
+                Vector &vector = batch->columns.emplace_back(_result_types[f], rows);
+                const Results &result = results[f];
+                for (std::uint32_t r = 0; r < rows; ++r) {
+                    if (result.nulls[first + r] != 0) {
+                        vector.set_null(r);
+                    } else {
+                        put_cell(vector, r, result.values.data() + (first + r) * result.width);
+                    }
+                }
+            }
+            emit(context, std::move(batch));
+        }
+    }
+
     // Set at construction, read-only during the run.
     std::vector<std::uint32_t> _partition;
     std::vector<OrderSpec> _order;
@@ -673,6 +1278,7 @@ private:
     std::vector<PhysicalType> _physical;
     std::vector<Type> _result_types;
     std::uint32_t _batch_rows;
+    std::size_t _parallel_min_rows; // fewer rows without PARTITION BY: one task
     // Set in prepare() on the starting thread, read-only during the run.
     std::uint16_t _worker_count{0};
     std::uint32_t _buckets{1};

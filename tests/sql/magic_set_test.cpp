@@ -14,14 +14,6 @@ namespace mx::sql::test {
 
 namespace {
 
-std::string values(int rows, const std::function<std::string(int)> &row) {
-    std::string text;
-    for (int i = 0; i < rows; ++i) {
-        text.append(i > 0 ? ", (" : "(").append(row(i)).push_back(')');
-    }
-    return text;
-}
-
 DatabaseOptions with_magic_sets(bool on) {
     DatabaseOptions options;
     options.optimizer.magic_sets = on;
@@ -55,7 +47,7 @@ protected:
             db->execute(tables);
             db->execute(
                 "INSERT INTO i VALUES " +
-                values(400, [](int r) { return std::to_string(r % 200) + ", " + std::to_string(r); }) +
+                values_list(400, [](int r) { return std::to_string(r % 200) + ", " + std::to_string(r); }) +
                 ", (NULL, 5), (NULL, 1000)");
         }
     }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,15 @@ inline DatabaseOptions tiny_batches() {
     DatabaseOptions options;
     options.execution.morsel_rows = 2;
     return options;
+}
+
+/// "(row(0)), (row(1)), ..." for an INSERT's VALUES list of `rows` rows.
+inline std::string values_list(int rows, const std::function<std::string(int)> &row) {
+    std::string text;
+    for (int i = 0; i < rows; ++i) {
+        text.append(i > 0 ? ", (" : "(").append(row(i)).push_back(')');
+    }
+    return text;
 }
 
 /// The rows of a result as "a|b|c" strings (Value::to_string per cell).

@@ -662,6 +662,22 @@ private:
         return !poll.stopped();
     }
 
+    /// Appends the functions' results for sorted positions [first, first + rows) to `batch`.
+    void append_results(Batch &batch, const std::vector<Results> &results, std::size_t first,
+                        std::uint32_t rows) const {
+        for (std::size_t f = 0; f < results.size(); ++f) {
+            Vector &vector = batch.columns.emplace_back(_result_types[f], rows);
+            const Results &result = results[f];
+            for (std::uint32_t r = 0; r < rows; ++r) {
+                if (result.nulls[first + r] != 0) {
+                    vector.set_null(r);
+                } else {
+                    put_cell(vector, r, result.values.data() + (first + r) * result.width);
+                }
+            }
+        }
+    }
+
     /// Emits the part's rows in sorted order with the functions' results, in batches.
     void emit_rows(FlowContext &context, const std::vector<ColumnData> &data,
                    const std::vector<std::uint32_t> &order, const std::vector<Results> &results) noexcept {
@@ -685,17 +701,7 @@ private:
                     }
                 }
             }
-            for (std::size_t f = 0; f < results.size(); ++f) {
-                Vector &vector = batch->columns.emplace_back(_result_types[f], rows);
-                const Results &result = results[f];
-                for (std::uint32_t r = 0; r < rows; ++r) {
-                    if (result.nulls[first + r] != 0) {
-                        vector.set_null(r);
-                    } else {
-                        put_cell(vector, r, result.values.data() + (first + r) * result.width);
-                    }
-                }
-            }
+            append_results(*batch, results, first, rows);
             emit(context, std::move(batch));
         }
     }
@@ -1255,17 +1261,7 @@ private:
                     }
                 }
             }
-            for (std::size_t f = 0; f < results.size(); ++f) {
-                Vector &vector = batch->columns.emplace_back(_result_types[f], rows);
-                const Results &result = results[f];
-                for (std::uint32_t r = 0; r < rows; ++r) {
-                    if (result.nulls[first + r] != 0) {
-                        vector.set_null(r);
-                    } else {
-                        put_cell(vector, r, result.values.data() + (first + r) * result.width);
-                    }
-                }
-            }
+            append_results(*batch, results, first, rows);
             emit(context, std::move(batch));
         }
     }

@@ -151,18 +151,12 @@ void Worker::sync_trace() noexcept {
         ++open.count;
         open.queue_cycles += queue;
         open.prefetch_distance += distance;
-        // Only reads of optimistic resources retry. Only this worker bumps its retry count: a
-        // relaxed load sees its own last bump.
-        const bool optimistic = resource && (primitive_of(resource) == sync::Primitive::optimistic_latched ||
-                                             primitive_of(resource) == sync::Primitive::optimistic_scheduled);
-        if (optimistic) [[unlikely]] {
-            const std::uint64_t retries = _shared.optimistic_retries.load(std::memory_order_relaxed);
-            current = execute_one(*current);
-            open.retries += static_cast<std::uint32_t>(
-                _shared.optimistic_retries.load(std::memory_order_relaxed) - retries);
-        } else {
-            current = execute_one(*current);
-        }
+        // Only this worker bumps its retry count (optimistic reads that failed validation): a
+        // relaxed load sees its own last bump, and the line is this worker's anyway.
+        const std::uint64_t retries = _shared.optimistic_retries.load(std::memory_order_relaxed);
+        current = execute_one(*current);
+        open.retries +=
+            static_cast<std::uint32_t>(_shared.optimistic_retries.load(std::memory_order_relaxed) - retries);
         flags = trace_bypassed;
         distance = 0; // a bypass successor is not prefetched
     }

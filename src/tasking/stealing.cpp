@@ -1,10 +1,13 @@
 // Work stealing: an idle worker takes tasks from other workers' deques, or takes over a
-// synchronization domain whose tasks wait; spawners wake a sleeping worker to steal.
+// synchronization domain whose tasks wait; spawners wake a sleeping worker to steal. Domain
+// balancing: a worker that drains clearly less than the others takes over a busy owner's domain.
 
 #include "mx/tasking/runtime.h"
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <optional>
 
 namespace mx::tasking::detail {
 
@@ -111,13 +114,7 @@ bool Worker::steal_domain() noexcept {
         if (!domain.stealable_by(_id) || !domain.try_hold(_id)) {
             continue;
         }
-        // Holding the domain, nobody drains it: its queue and routing change hands together. The
-        // owner was another worker (only a holder writes it); this worker may still list the
-        // domain from an earlier time it owned it.
-        domain.owner.store(_id, std::memory_order_seq_cst);
-        if (std::find(_domains.begin(), _domains.end(), id) == _domains.end()) {
-            _domains.push_back(id);
-        }
+        take_over_domain(id);
         bump(_shared.stolen_domains);
         domain.release();
 #if MX_TRACING
@@ -133,6 +130,78 @@ bool Worker::steal_domain() noexcept {
         return true;
     }
     return false;
+}
+
+void Worker::take_over_domain(std::uint32_t id) noexcept {
+    // Holding the domain, nobody drains it: its queue and routing change hands together. The
+    // owner was another worker (only a holder writes it); this worker may still list the
+    // domain from an earlier time it owned it.
+    _core->domain(id).owner.store(_id, std::memory_order_seq_cst);
+    if (std::find(_domains.begin(), _domains.end(), id) == _domains.end()) {
+        _domains.push_back(id);
+    }
+}
+
+void Worker::balance_domains() noexcept {
+    const std::uint16_t workers = _core->worker_count();
+    const std::uint32_t domains = _core->domain_count();
+    const auto now = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                    std::chrono::steady_clock::now().time_since_epoch())
+                                                    .count());
+    if (workers < 2 || now < _next_balance) {
+        return;
+    }
+    const bool first_look = _next_balance == 0;
+    _next_balance = now + _balance_ns;
+    _drained_seen.resize(domains, 0);
+    _domain_load.resize(domains);
+    _owner_load.assign(workers, 0);
+    // Each domain's load is the tasks drained from it since this worker's last look, counted
+    // for its current owner. The snapshot is this worker's own: every worker judges the same
+    // kind of interval, and no shared state is written to measure.
+    std::uint64_t total = 0;
+    for (std::uint32_t d = 0; d < domains; ++d) {
+        const std::uint64_t drained = _core->domain(d).drained.load(std::memory_order_relaxed);
+        const std::uint64_t load = drained - _drained_seen[d];
+        _drained_seen[d] = drained;
+        _domain_load[d] = load;
+        _owner_load[_core->domain(d).owner.load(std::memory_order_relaxed)] += load;
+        total += load;
+    }
+    if (first_look || total < min_balance_tasks * workers) {
+        return; // nothing measured yet, or too little to judge
+    }
+    // Act only on a clear imbalance (this worker below 3/4 of the mean, the busiest above 5/4),
+    // so domains do not move back and forth between workers with nearly equal loads.
+    const std::uint64_t mine = _owner_load[_id] * workers;
+    if (mine * 4 >= total * 3) {
+        return;
+    }
+    const auto busiest = static_cast<std::uint16_t>(std::max_element(_owner_load.begin(), _owner_load.end()) -
+                                                    _owner_load.begin());
+    if (_owner_load[busiest] * workers * 4 <= total * 5) {
+        return;
+    }
+    // The busiest owner's domain whose load closes most of the gap without reversing it.
+    const std::uint64_t gap = (_owner_load[busiest] - _owner_load[_id]) / 2;
+    std::optional<std::uint32_t> chosen;
+    std::uint64_t chosen_load = 0;
+    for (std::uint32_t d = 0; d < domains; ++d) {
+        SyncDomain &domain = _core->domain(d);
+        if (domain.owner.load(std::memory_order_relaxed) != busiest) {
+            continue;
+        }
+        const std::uint64_t load = _domain_load[d];
+        if (load > chosen_load && load <= gap) {
+            chosen = d;
+            chosen_load = load;
+        }
+    }
+    if (chosen && _core->domain(*chosen).try_hold(_id)) {
+        take_over_domain(*chosen);
+        bump(_shared.balanced_domains);
+        _core->domain(*chosen).release();
+    }
 }
 
 bool Worker::work_to_steal() const noexcept {

@@ -36,7 +36,9 @@ std::uint32_t Worker::take_domains(std::size_t priority, Task **buffer, std::uin
             }
             _held.push_back(id);
         }
-        count += queue.pop_into(buffer + count, capacity - count);
+        const std::uint32_t popped = queue.pop_into(buffer + count, capacity - count);
+        bump(domain.drained, popped);
+        count += popped;
     }
     return count;
 }

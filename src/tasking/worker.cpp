@@ -39,7 +39,8 @@ Worker::Worker(RuntimeCore &core, std::uint16_t id, std::uint8_t region, std::ui
       _group(config.coroutine_group_size),
       _reclamation(config.memory_reclamation, std::max<std::uint32_t>(1, config.epoch_check_tasks),
                    make_reclaim_task(*this)),
-      _steal_state((std::uint32_t{id} + 1U) * 2654435761U | 1U) {}
+      _steal_state((std::uint32_t{id} + 1U) * 2654435761U | 1U),
+      _balance_ns(std::uint64_t{config.domain_balance_us} * 1000U) {}
 
 void Worker::run() noexcept {
     tls_worker = this;
@@ -51,6 +52,10 @@ void Worker::run() noexcept {
             sync_trace();
         }
 #endif
+        if (_balance_ns != 0 && --_balance_countdown == 0) [[unlikely]] {
+            _balance_countdown = balance_check_rounds;
+            balance_domains();
+        }
         _buffer.size = fill();
         _buffer.position = 0;
         refresh_local_epoch();
@@ -439,6 +444,7 @@ WorkerStatistics Worker::statistics() const noexcept {
     s.reclaimed = _shared.reclaimed.load(std::memory_order_relaxed);
     s.stolen_tasks = _shared.stolen_tasks.load(std::memory_order_relaxed);
     s.stolen_domains = _shared.stolen_domains.load(std::memory_order_relaxed);
+    s.balanced_domains = _shared.balanced_domains.load(std::memory_order_relaxed);
     return s;
 }
 

@@ -323,6 +323,101 @@ TEST_P(StealingTest, ScheduledTasksNeverOverlapAndKeepOrderWhileDomainsMove) {
     }
 }
 
+/// Every worker busy with tasks of its own, and all scheduled resources in worker 0's domains:
+/// nobody is idle, so nothing is stolen, and only balancing by measured load moves domains.
+/// Returns the domains moved by balancing; checks order and mutual exclusion throughout.
+std::uint64_t run_skewed_domain_load(mx::tasking::Runtime &runtime, bool expect_moves) {
+    const std::uint16_t n = runtime.worker_count();
+    std::vector<ResourcePtr> resources;
+    for (std::uint32_t r = 0; r < 2U * runtime.domain_count(); ++r) {
+        ResourceAnnotation annotation{.primitive = mx::sync::Primitive::scheduling};
+        annotation.worker = 0;
+        resources.push_back(runtime.new_resource<Account>(annotation));
+        resources.back().get<Account>()->last.assign(1, 0);
+    }
+    std::atomic<bool> done{false};
+    std::atomic<std::uint64_t> overlaps{0};
+    std::atomic<std::uint64_t> out_of_order{0};
+    std::atomic<std::uint64_t> ran{0};
+    // Busy work pinned to each worker, re-spawned until the end, so no worker ever idles.
+    struct Busy {
+        static void spawn_on(TaskContext &context, std::uint16_t worker, std::atomic<bool> &stop) {
+            context.spawn(
+                [worker, &stop](TaskContext &inner) {
+                    const std::uint64_t until = mx::system::cycles() + 20'000;
+                    while (mx::system::cycles() < until) {
+                        mx::system::pause();
+                    }
+                    if (!stop.load(std::memory_order_acquire)) {
+                        spawn_on(inner, worker, stop);
+                    }
+                },
+                Annotation{.target_worker = worker});
+        }
+    };
+    for (std::uint16_t w = 0; w < n; ++w) {
+        runtime.spawn([w, &done](TaskContext &context) { Busy::spawn_on(context, w, done); }, on_worker(w));
+    }
+    // One outside producer streams tasks onto the resources in rounds until a domain moved (or,
+    // when none may move, for a fixed number of rounds).
+    const auto moved = [&runtime] {
+        return total(runtime.statistics(), &mx::tasking::WorkerStatistics::balanced_domains);
+    };
+    const auto deadline = std::chrono::steady_clock::now() + mx::test::patience;
+    std::uint64_t sequence = 0;
+    for (std::uint32_t round = 0; std::chrono::steady_clock::now() < deadline; ++round) {
+        if (expect_moves ? moved() > 0 && round >= 20 : round >= 40) {
+            break;
+        }
+        for (std::uint32_t i = 0; i < 2000; ++i) {
+            const ResourcePtr resource = resources[i % resources.size()];
+            const std::uint64_t step = ++sequence;
+            runtime.spawn(
+                [&, resource, step] {
+                    resource.get<Account>()->step(0, step, overlaps, out_of_order);
+                    ran.fetch_add(1, std::memory_order_relaxed);
+                },
+                Annotation{.resource = resource, .access = AccessMode::write});
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    }
+    done.store(true, std::memory_order_release);
+    runtime.wait();
+    EXPECT_EQ(ran.load(), sequence);
+    EXPECT_EQ(overlaps.load(), 0U) << "two tasks of one scheduled resource overlapped";
+    EXPECT_EQ(out_of_order.load(), 0U) << "tasks of one resource ran out of order";
+    std::uint32_t elsewhere = 0;
+    for (const ResourcePtr resource : resources) {
+        elsewhere += runtime.owner_of(resource) != 0 ? 1U : 0U;
+        runtime.delete_resource(resource);
+    }
+    EXPECT_EQ(elsewhere > 0, moved() > 0) << "owners and the balancing count disagree";
+    return moved();
+}
+
+TEST_P(StealingTest, BalancingMovesDomainsOffAWorkerThatDrainsMostTasks) {
+    if (workers() == 1) {
+        GTEST_SKIP() << "nobody to balance with";
+    }
+    RuntimeConfig config = shape_config();
+    config.work_stealing = false;
+    config.domain_balance_us = 200;
+    start_runtime(config);
+    EXPECT_GT(run_skewed_domain_load(runtime(), true), 0U) << "no domain moved off the overloaded worker";
+    EXPECT_EQ(total(runtime().statistics(), &mx::tasking::WorkerStatistics::stolen_domains), 0U);
+}
+
+TEST_P(StealingTest, WithoutBalancingDomainsStayWithTheirOwner) {
+    if (workers() == 1) {
+        GTEST_SKIP() << "nobody to balance with";
+    }
+    RuntimeConfig config = shape_config();
+    config.work_stealing = false;
+    config.domain_balance_us = 0;
+    start_runtime(config);
+    EXPECT_EQ(run_skewed_domain_load(runtime(), false), 0U);
+}
+
 TEST_P(StealingTest, OutOfRangeTargetsAreTakenModuloTheCount) {
     const std::uint16_t n = workers();
     const std::uint16_t regions = runtime().region_count();

@@ -63,6 +63,12 @@ struct RuntimeConfig {
     /// Synchronization domains per worker: resources serialized by scheduling map to one of
     /// workers x domains_per_worker domains, which move between workers as a whole. At least 1.
     std::uint16_t domains_per_worker{4};
+    /// Domain balancing by measured load (docs/design/scheduler.md, Balancing domains): every
+    /// this many microseconds a worker compares the tasks drained from each domain with the
+    /// other workers' and, when it drains clearly less than average while another drains clearly
+    /// more, takes over one of that worker's domains. Unlike stealing this also moves domains
+    /// while every worker is busy. 0 switches it off.
+    std::uint32_t domain_balance_us{1000};
 };
 
 /// Thrown by the Runtime constructor and start() on a configuration that cannot work.
@@ -89,6 +95,8 @@ struct WorkerStatistics {
     std::uint64_t stolen_tasks{0};
     /// Synchronization domains this worker took over from other workers.
     std::uint64_t stolen_domains{0};
+    /// Synchronization domains this worker took over to balance the measured load.
+    std::uint64_t balanced_domains{0};
 };
 
 } // namespace mx::tasking

@@ -28,6 +28,8 @@ struct alignas(system::cache_line_size) SyncDomain {
     // The worker that drains the domain and that producers wake. Written by a thief while it
     // holds the domain; read by producers and by the owner.
     std::atomic<std::uint16_t> owner{0};
+    // Tasks taken from the queues so far: written by the holder, read by balancing workers.
+    std::atomic<std::uint64_t> drained{0};
     // Accumulated access weight of the resources mapped here (guarded by the mapping mutex).
     std::uint64_t weight{0};
 

@@ -212,6 +212,12 @@ private:
     std::uint32_t steal() noexcept;
     std::uint32_t steal_tasks_from(Worker &victim) noexcept;
     bool steal_domain() noexcept;
+    /// Balancing by measured load: compares the tasks drained from every domain since this
+    /// worker's last look and takes over a domain of the busiest owner when this one drains
+    /// clearly less than the average (see RuntimeConfig::domain_balance_us).
+    void balance_domains() noexcept;
+    /// Holding `id` (try_hold succeeded): makes this worker its owner and lists it.
+    void take_over_domain(std::uint32_t id) noexcept;
     /// Any thread's view: whether another worker has tasks to steal or a domain waits.
     [[nodiscard]] bool work_to_steal() const noexcept;
     /// Whether this worker has anything to run: its pool or the domains it owns.
@@ -245,6 +251,18 @@ private:
     std::vector<std::uint32_t> _held; // domains held for the tasks of the current buffer
     std::uint32_t _steal_state;       // xorshift state for picking victims
     std::uint32_t _steal_cursor{0};   // next domain a domain steal looks at
+    // Domain balancing: the interval (0 = off), the next time to look (steady clock), a round
+    // countdown so the clock is read once per balance_check_rounds rounds, each domain's drained
+    // count at the last look, and scratch for the owners' loads.
+    static constexpr std::uint32_t balance_check_rounds = 32;
+    std::uint64_t _balance_ns{0};
+    std::uint64_t _next_balance{0};
+    std::uint32_t _balance_countdown{balance_check_rounds};
+    std::vector<std::uint64_t> _drained_seen;
+    std::vector<std::uint64_t> _domain_load;
+    std::vector<std::uint64_t> _owner_load;
+    // Fewer tasks per worker than this in an interval say nothing about the load.
+    static constexpr std::uint64_t min_balance_tasks = 256;
     // Tracing: the generation this worker follows (odd = recording), whether it records, and
     // its buffer (TraceBuffer says who touches it when).
     std::uint32_t _trace_seen{0};
@@ -266,6 +284,7 @@ private:
         std::atomic<std::uint64_t> reclaimed{0};
         std::atomic<std::uint64_t> stolen_tasks{0};
         std::atomic<std::uint64_t> stolen_domains{0};
+        std::atomic<std::uint64_t> balanced_domains{0};
         // Worker writes (release) the trace generation it follows, or trace_ack_exited when it
         // leaves its loop; the tracing thread reads it (acquire) before it takes the buffer.
         std::atomic<std::uint32_t> trace_ack{0};

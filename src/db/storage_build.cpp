@@ -1205,6 +1205,7 @@ std::shared_ptr<const Table> TableAssembler::finish(FragmentStream &stream) {
                 }
                 bool rewrite = false;
                 for (std::size_t c = 0; c < coded.size(); ++c) {
+                    MX_ASSERT(job.coded[c] != 0 || coded[c] == 0, "a plain column became a dictionary");
                     rewrite = rewrite || (job.coded[c] != 0 && coded[c] == 0);
                 }
                 if (!rewrite) {

@@ -1,8 +1,14 @@
-// Parallel loading of delimited text files. Phase 1: the mapped file is cut into chunks at line
-// breaks and one task per chunk parses its lines into a staged chunk (values column-wise, strings
-// as references into the mapping or as local dictionary codes). Phase 2 (TableAssembler): one
-// task per fragment copies the staged rows into the fragment on its NUMA region. Nothing is
-// published unless both phases succeed.
+// Parallel loading of delimited text files, as a pipeline. The mapped file is cut into chunks at
+// line breaks; one task per chunk parses its lines into a staged chunk (values column-wise,
+// strings as references into the mapping or as local dictionary codes) and hands it to a
+// FragmentStream (storage_build.h). The stream takes the chunks in file order, and as soon as a
+// fragment's rows are all parsed, one task on the fragment's NUMA region copies them into the
+// fragment; a chunk is freed (and its pages of the mapping given back) once its rows are in
+// fragments. The stream starts the next chunk's task only while few chunks are held (a few per
+// worker, besides those waiting for the fragment being filled), so memory stays bounded however
+// large the file is, while every worker parses. Dictionary codes are final only when every chunk
+// is in: the stream's finish() maps them in place. Nothing is published unless every chunk
+// parses and every fragment is built.
 
 #include <mx/db/loader.h>
 
@@ -75,6 +81,17 @@ public:
         }
         ::close(fd);
         return {};
+    }
+
+    /// Drops the whole pages of bytes [begin, end) from the process (a later read maps them from
+    /// the file again).
+    void release(std::size_t begin, std::size_t end) const noexcept {
+        static const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+        const std::size_t from = (begin + page - 1) / page * page;
+        const std::size_t to = std::min(end, _size) / page * page;
+        if (_data != nullptr && to > from) {
+            madvise(static_cast<char *>(_data) + from, to - from, MADV_DONTNEED);
+        }
     }
 
     [[nodiscard]] const char *data() const noexcept { return static_cast<const char *>(_data); }
@@ -198,11 +215,13 @@ struct ChunkError {
 struct LoadState {
     const CsvOptions *options{nullptr};
     char delimiter{'|'};
+    const MappedFile *mapping{nullptr};
     const char *file{nullptr};
     detail::TableBuild *build{nullptr};
+    detail::FragmentStream *stream{nullptr};
+    tasking::TaskGroup *group{nullptr};
     ProgressBar *progress{nullptr};
     std::vector<std::pair<std::size_t, std::size_t>> ranges; // [begin, end) of each chunk
-    std::vector<std::unique_ptr<detail::StagedChunk>> chunks;
     std::vector<std::uint64_t> lines; // lines of each chunk (counted to number errors globally)
     std::vector<std::unique_ptr<ChunkError>> errors;
     // Lowest chunk index with an error; written by any parse task (fetch-min), read by all of
@@ -228,17 +247,20 @@ public:
         } catch (const std::bad_alloc &) {
             fail(_line_begin, _line_begin, "out of memory while parsing");
         }
-        if (_state.errors[_index] != nullptr) {
+        const bool failed = _state.errors[_index] != nullptr;
+        if (failed) {
             _state.report_error(_index);
         }
+        // A chunk that failed or gave up stops the stream: nothing will be published.
+        _state.stream->add(_index, _complete && !failed ? std::move(_owned) : nullptr);
     }
 
 private:
     void parse() {
         const auto [begin, end] = _state.ranges[_index];
         const char *text = _state.file;
-        _state.chunks[_index] = _state.build->new_chunk();
-        _chunk = _state.chunks[_index].get();
+        _owned = _state.build->new_chunk();
+        _chunk = _owned.get();
         const Schema &schema = _state.build->schema();
         _columns = schema.size();
 
@@ -287,6 +309,7 @@ private:
         _state.progress->add(end - reported);
         _state.lines[_index] = _line;
         detail::TableBuild::seal(*_chunk);
+        _complete = true;
     }
 
     void reserve(std::size_t rows) {
@@ -574,10 +597,33 @@ private:
 
     LoadState &_state;
     std::size_t _index;
+    std::unique_ptr<detail::StagedChunk> _owned{};
     detail::StagedChunk *_chunk{nullptr};
+    bool _complete{false}; // every line parsed
     std::size_t _columns{0};
     std::uint64_t _line{0};
     const char *_line_begin{nullptr};
+};
+
+/// Starts the parse tasks the stream asks for and gives back the pages of parsed chunks.
+class ParseFeed final : public detail::ChunkFeed {
+public:
+    explicit ParseFeed(LoadState &state) noexcept : _state(state) {}
+
+    void start(std::size_t index) noexcept override {
+        LoadState *shared = &_state;
+        _state.group->spawn([shared, index]() noexcept { ChunkParser(*shared, index).run(); });
+    }
+
+    void released(std::size_t index) noexcept override {
+        // Its values are in fragments now (dictionary values are copied by the stream); an error
+        // message that quotes the line reads it from the file again.
+        const auto [begin, end] = _state.ranges[index];
+        _state.mapping->release(begin, end);
+    }
+
+private:
+    LoadState &_state;
 };
 
 std::string validate(const CsvOptions &options, char delimiter) {
@@ -621,6 +667,7 @@ LoadResult load_into(tasking::Runtime &runtime, const std::shared_ptr<const Tabl
     LoadState state;
     state.options = &options;
     state.delimiter = delimiter;
+    state.mapping = &file;
     state.file = file.data();
     state.build = &build;
     for (std::size_t begin = 0; begin < file.size();) {
@@ -635,24 +682,36 @@ LoadResult load_into(tasking::Runtime &runtime, const std::shared_ptr<const Tabl
         begin = end;
     }
     const std::size_t chunks = state.ranges.size();
-    state.chunks.resize(chunks);
     state.lines.assign(chunks, 0);
     state.errors.resize(chunks);
 
     ProgressBar progress(path, file.size(), options.progress == ProgressMode::automatic);
     state.progress = &progress;
+    // The group outlives the stream, whose tasks run in it.
+    tasking::TaskGroup group{runtime};
+    detail::FragmentStream stream(build, &group);
+    state.group = &group;
+    state.stream = &stream;
+    ParseFeed feed(state);
     if (chunks > 0) {
+        const std::size_t window =
+            options.staged_chunks != 0 ? options.staged_chunks : std::size_t{4} * runtime.worker_count();
         // Parse errors are reported per chunk (first_error), not through the group: every
-        // chunk before the first error must finish to number its line.
-        tasking::TaskGroup group{runtime};
-        for (std::size_t i = 0; i < chunks; ++i) {
-            LoadState *shared = &state;
-            group.spawn([shared, i]() noexcept { ChunkParser(*shared, i).run(); });
-        }
-        if (group.wait().cancelled) {
+        // chunk before the first error must finish to number its line. The extra count keeps
+        // the round open while the first tasks start.
+        group.add();
+        stream.start_feed(feed, chunks, window);
+        group.done();
+        const tasking::GroupResult outcome = group.wait();
+        if (outcome.cancelled && !outcome.failed) {
             // Only a stop of the runtime cancels this group: chunks were dropped unparsed.
             progress.finish();
             result.error = std::string("cannot load ").append(path).append(": the runtime stopped");
+            return result;
+        }
+        if (outcome.failed) {
+            progress.finish();
+            result.error = std::string("cannot load ").append(path).append(": out of memory");
             return result;
         }
     }
@@ -681,18 +740,16 @@ LoadResult load_into(tasking::Runtime &runtime, const std::shared_ptr<const Tabl
         return result;
     }
 
-    for (auto &chunk : state.chunks) {
-        build.chunks.push_back(std::move(chunk));
-    }
     try {
-        result.table = detail::TableAssembler::assemble(build, &runtime);
+        result.table = stream.finish();
     } catch (const std::bad_alloc &) {
         progress.finish();
         result.error = std::string("cannot load ").append(path).append(": out of memory");
         return result;
     }
     progress.finish();
-    result.rows = build.staged_rows();
+    result.rows = stream.rows();
+    result.peak_staged_chunks = stream.peak_chunks();
     result.bytes = file.size();
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;

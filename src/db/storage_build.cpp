@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 #include <numa.h>
@@ -242,10 +246,26 @@ constexpr std::size_t align_up(std::size_t bytes) noexcept {
     return (bytes + system::cache_line_size - 1) & ~(system::cache_line_size - 1);
 }
 
-/// Rows [begin, begin + count) of one source chunk.
+/// A staged chunk on its way into fragments, with the codes its dictionary columns are written
+/// with.
+struct Source {
+    std::unique_ptr<StagedChunk> chunk{};
+    /// The chunk's number in the stream (npos: a base fragment that is rebuilt).
+    std::size_t index{0};
+    /// Per column: local code -> the code written, for the columns written as codes (storage
+    /// for `codes`).
+    std::vector<std::vector<std::uint32_t>> remap{};
+    /// Per column: the map applied to the staged codes, nullptr = they are written as they are.
+    std::vector<const std::vector<std::uint32_t> *> codes{};
+    /// Fragment jobs with rows of this source that are not written yet, plus one while some of
+    /// its rows wait for a fragment. Guarded by the stream's lock.
+    std::uint32_t refs{0};
+    std::size_t slot{0}; // where the stream keeps it
+};
+
+/// Rows [begin, begin + count) of one source.
 struct Segment {
-    const StagedChunk *chunk;
-    std::size_t source; // index into the assembler's sources (for the dictionary remap)
+    Source *source;
     std::size_t begin;
     std::uint32_t count;
 };
@@ -253,9 +273,9 @@ struct Segment {
 /// How one column is stored in the new fragments.
 struct ColumnPlan {
     Type type{};
-    std::shared_ptr<const Dictionary> dictionary{};  // nullptr = plain
-    std::vector<std::vector<std::uint32_t>> remap{}; // per source: local code -> dictionary code
-    std::uint32_t max_length{0};                     // dictionary columns: longest entry
+    /// The final dictionary; nullptr for plain columns and while the codes are provisional.
+    std::shared_ptr<const Dictionary> dictionary{};
+    std::uint32_t max_length{0}; // dictionary columns: longest entry
 };
 
 struct FragmentJob {
@@ -264,8 +284,10 @@ struct FragmentJob {
     std::uint32_t capacity{0};
     std::uint8_t region{0};
     int memory_node{-1}; // -1 = ordinary memory
+    /// Per column: written as dictionary codes (1) or plain (0).
+    std::vector<std::uint8_t> coded{};
     // Results, written by the task that builds the fragment, read after the group's wait().
-    std::shared_ptr<const Fragment> fragment{};
+    std::shared_ptr<Fragment> fragment{};
     std::vector<std::uint32_t> max_length{};
 };
 
@@ -375,17 +397,17 @@ private:
         std::size_t heap_bytes = 0;
         for (std::size_t c = 0; c < columns; ++c) {
             const ColumnPlan &plan = plans[c];
-            const std::size_t width =
-                plan.dictionary != nullptr ? sizeof(std::uint32_t) : physical_size(plan.type.physical());
+            const bool coded = job.coded[c] != 0;
+            const std::size_t width = coded ? sizeof(std::uint32_t) : physical_size(plan.type.physical());
             data_offsets[c] = bytes;
             bytes = align_up(bytes + width * rows);
             for (const Segment &segment : job.segments) {
-                const ColumnStaging &column = segment.chunk->columns[c];
+                const ColumnStaging &column = segment.source->chunk->columns[c];
                 if (!column.nulls.empty() &&
                     std::memchr(column.nulls.data() + segment.begin, 1, segment.count) != nullptr) {
                     has_nulls[c] = true;
                 }
-                if (plan.dictionary == nullptr && plan.type.physical() == PhysicalType::string) {
+                if (!coded && plan.type.physical() == PhysicalType::string) {
                     for (std::uint32_t r = 0; r < segment.count; ++r) {
                         heap_bytes += staged_string(column, segment.begin + r).size;
                     }
@@ -425,9 +447,10 @@ private:
 
         for (std::size_t c = 0; c < columns; ++c) {
             const ColumnPlan &plan = plans[c];
+            const bool coded = job.coded[c] != 0;
             Fragment::Column &out = fragment->_columns[c];
             out.type = plan.type;
-            out.dictionary = plan.dictionary;
+            out.dictionary = coded ? plan.dictionary : nullptr;
             std::byte *block = memory + data_offsets[c];
             std::uint8_t *nulls =
                 has_nulls[c] ? reinterpret_cast<std::uint8_t *>(memory + null_offsets[c]) : nullptr;
@@ -436,7 +459,7 @@ private:
             std::uint32_t at = 0;
             std::uint32_t longest = 0;
             for (const Segment &segment : job.segments) {
-                const ColumnStaging &column = segment.chunk->columns[c];
+                const ColumnStaging &column = segment.source->chunk->columns[c];
                 if (nulls != nullptr) {
                     if (column.nulls.empty()) {
                         std::memset(nulls + at, 0, segment.count);
@@ -444,13 +467,19 @@ private:
                         std::memcpy(nulls + at, column.nulls.data() + segment.begin, segment.count);
                     }
                 }
-                if (plan.dictionary != nullptr) {
+                if (coded) {
                     MX_ASSERT(column.tracking, "dictionary column staged without codes");
                     auto *codes = reinterpret_cast<std::uint32_t *>(block) + at;
-                    const std::vector<std::uint32_t> &remap = plan.remap[segment.source];
                     const std::uint32_t *staged = column.codes.data() + segment.begin;
-                    for (std::uint32_t r = 0; r < segment.count; ++r) {
-                        codes[r] = staged[r] == ColumnStaging::null_code ? 0U : remap[staged[r]];
+                    if (const std::vector<std::uint32_t> *remap = segment.source->codes[c];
+                        remap != nullptr) {
+                        for (std::uint32_t r = 0; r < segment.count; ++r) {
+                            codes[r] = staged[r] == ColumnStaging::null_code ? 0U : (*remap)[staged[r]];
+                        }
+                    } else {
+                        for (std::uint32_t r = 0; r < segment.count; ++r) {
+                            codes[r] = staged[r] == ColumnStaging::null_code ? 0U : staged[r];
+                        }
                     }
                 } else {
                     switch (plan.type.physical()) {
@@ -486,13 +515,46 @@ private:
                 at += segment.count;
             }
             MX_ASSERT(at == rows, "segments do not add up to the fragment's rows");
-            job.max_length[c] = plan.dictionary != nullptr ? plan.max_length : longest;
-            out.zone = zone_of(out, rows);
+            if (!coded || plan.dictionary != nullptr) {
+                job.max_length[c] = coded ? plan.max_length : longest;
+                out.zone = zone_of(out, rows);
+            } // else: provisional codes, see finalize()
         }
         job.fragment = std::move(fragment);
         return true;
     }
 
+public:
+    /// Maps the provisional codes of the job's fragment to the final dictionaries in place
+    /// (`ranks`: provisional -> final code per column, nullptr = the same) and completes the
+    /// columns' zone maps and lengths. Only for columns whose final plan is a dictionary.
+    static void finalize(FragmentJob &job, const std::vector<ColumnPlan> &plans,
+                         const std::vector<const std::vector<std::uint32_t> *> &ranks) noexcept {
+        Fragment &fragment = *job.fragment;
+        const std::uint32_t rows = fragment._size;
+        for (std::size_t c = 0; c < plans.size(); ++c) {
+            if (job.coded[c] == 0) {
+                continue;
+            }
+            Fragment::Column &out = fragment._columns[c];
+            MX_ASSERT(plans[c].dictionary != nullptr,
+                      "provisional codes of a column that is not a dictionary");
+            if (ranks[c] != nullptr) {
+                // The block lies in the fragment's own allocation, which nobody else sees yet.
+                auto *codes = reinterpret_cast<std::uint32_t *>(
+                    fragment._memory + (static_cast<const std::byte *>(out.data) - fragment._memory));
+                const std::vector<std::uint32_t> &rank = *ranks[c];
+                for (std::uint32_t r = 0; r < rows; ++r) {
+                    codes[r] = out.nulls != nullptr && out.nulls[r] != 0 ? 0U : rank[codes[r]];
+                }
+            }
+            out.dictionary = plans[c].dictionary;
+            out.zone = zone_of(out, rows);
+            job.max_length[c] = plans[c].max_length;
+        }
+    }
+
+private:
     static ZoneMap zone_of(const Fragment::Column &column, std::uint32_t rows) {
         const Type type = column.type;
         if (column.dictionary != nullptr) {
@@ -557,12 +619,18 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
-// TableAssembler
+// FragmentStream and TableAssembler
 
 namespace {
 
-/// The rows of a fragment as a staged chunk (for fragments that have to be rebuilt).
-std::unique_ptr<StagedChunk> stage_fragment(const Fragment &fragment) {
+/// The rows of a fragment as a staged chunk (for fragments that have to be rebuilt). Columns
+/// marked in `provisional` hold codes into `unions` (a fragment of a stream, written before its
+/// dictionaries were final): they keep their codes where `keep_codes` is set, and turn into the
+/// strings the codes stand for otherwise.
+std::unique_ptr<StagedChunk> stage_fragment(const Fragment &fragment,
+                                            const std::vector<std::uint8_t> *provisional = nullptr,
+                                            const std::vector<std::uint8_t> *keep_codes = nullptr,
+                                            const std::vector<DistinctStrings> *unions = nullptr) {
     auto chunk = std::make_unique<StagedChunk>();
     const std::uint32_t rows = fragment.size();
     chunk->rows = rows;
@@ -576,6 +644,26 @@ std::unique_ptr<StagedChunk> stage_fragment(const Fragment &fragment) {
             column.null_count = static_cast<std::uint64_t>(std::count(nulls, nulls + rows, std::uint8_t{1}));
         }
         const void *data = fragment.data(c);
+        if (provisional != nullptr && (*provisional)[c] != 0) {
+            const auto *codes = static_cast<const std::uint32_t *>(data);
+            if ((*keep_codes)[c] != 0) {
+                column.tracking = true;
+                column.codes.assign(codes, codes + rows);
+                for (std::uint32_t r = 0; nulls != nullptr && r < rows; ++r) {
+                    if (nulls[r] != 0) {
+                        column.codes[r] = ColumnStaging::null_code;
+                    }
+                }
+            } else {
+                const std::vector<StringRef> &entries = (*unions)[c].entries();
+                column.strings.reserve(rows);
+                for (std::uint32_t r = 0; r < rows; ++r) {
+                    column.strings.push_back(nulls != nullptr && nulls[r] != 0 ? StringRef{}
+                                                                               : entries[codes[r]]);
+                }
+            }
+            continue;
+        }
         if (fragment.dictionary_encoded(c)) {
             column.tracking = true;
             const std::uint32_t *codes = fragment.codes(c);
@@ -628,7 +716,332 @@ std::shared_ptr<const std::vector<std::uint8_t>> empty_sketch() {
     return sketch;
 }
 
+constexpr std::size_t base_source = std::numeric_limits<std::size_t>::max();
+
+/// What a stream does after it let go of its lock: free memory, tell the feed, spawn tasks.
+struct Outbox {
+    std::vector<FragmentJob *> jobs{};
+    std::vector<std::size_t> starts{};
+    std::vector<std::size_t> released{};
+    std::vector<std::unique_ptr<Source>> garbage{};
+    std::unique_ptr<StagedChunk> dropped{};
+};
+
 } // namespace
+
+struct FragmentStream::State {
+    // Set up by the constructor and start_feed(), read-only afterwards.
+    TableBuild *build{nullptr};
+    tasking::TaskGroup *group{nullptr};
+    std::size_t columns{0};
+    std::uint32_t capacity{0};
+    Placement placement{};
+    std::vector<bool> track{};             // the build's per-column decision to try a dictionary
+    std::atomic<bool> *too_many{nullptr};  // the build's flags (see TableBuild)
+    std::size_t kept{0};                   // base fragments before the first new one
+    std::vector<ColumnPlan> provisional{}; // types only: how fragments are written while streaming
+    ChunkFeed *feed{nullptr};
+    std::size_t total{0};  // chunks the feed produces
+    std::size_t window{0}; // chunks alive besides those waiting for the unfinished fragment
+
+    std::mutex mutex;
+    // Everything below is guarded by `mutex`: written and read by add() (any thread), the
+    // fragment writer tasks and finish() (after the tasks are joined).
+    std::size_t started{0}; // chunks the feed was asked for
+    std::size_t alive{0};   // chunks started (or added without a feed) and not freed
+    std::size_t peak{0};
+    std::size_t pending_chunks{0}; // chunks (not base fragments) in `pending`
+    bool stopped{false};
+    bool failed{false};                                            // out of memory
+    std::size_t next{0};                                           // the chunk taken next (row order)
+    std::map<std::size_t, std::unique_ptr<StagedChunk>> arrived{}; // added before their turn
+    std::vector<std::unique_ptr<Source>> sources{};                // by slot; nullptr once freed
+    std::deque<Source *> pending{}; // sources with rows not yet in a fragment, in row order
+    std::size_t pending_offset{0};  // first such row of pending.front()
+    std::uint64_t pending_rows{0};
+    std::deque<FragmentJob> jobs{}; // new fragments in table order (addresses stay put)
+    std::vector<bool> plain{};      // per column: written plain from now on (for good)
+    // Per tracked column: the distinct values met so far, in the order met (the provisional
+    // codes), starting with the base's dictionary; values copied to `strings`.
+    std::vector<DistinctStrings> unions{};
+    StringHeap strings{};
+    std::vector<Sketch> sketches{}; // per column, of the chunks taken
+    std::uint64_t rows{0};          // of the chunks taken
+
+    void take(std::unique_ptr<StagedChunk> chunk, std::size_t index, Outbox &out);
+    void map_codes(Source &source, std::size_t column);
+    FragmentJob &cut(std::uint64_t rows_wanted, const std::vector<std::uint8_t> *coded, Outbox &out);
+    void release(Source *source, Outbox &out) noexcept;
+    void issue(Outbox &out) noexcept;
+    void deliver(Outbox &out) noexcept;
+    void write(FragmentJob &job) noexcept;
+};
+
+void FragmentStream::State::take(std::unique_ptr<StagedChunk> chunk, std::size_t index, Outbox &out) {
+    auto owned = std::make_unique<Source>();
+    Source *source = owned.get();
+    source->chunk = std::move(chunk);
+    source->index = index;
+    source->slot = sources.size();
+    source->remap.resize(columns);
+    source->codes.assign(columns, nullptr);
+    sources.push_back(std::move(owned));
+    const StagedChunk &staged = *source->chunk;
+    if (index != base_source) {
+        rows += staged.rows;
+        for (std::size_t c = 0; c < columns; ++c) {
+            sketches[c].merge(staged.columns[c].sketch.data());
+        }
+    }
+    for (std::size_t c = 0; c < columns; ++c) {
+        if (track[c] && !plain[c]) {
+            map_codes(*source, c);
+        }
+    }
+    source->refs = 1;
+    if (staged.rows == 0) {
+        release(source, out);
+        return;
+    }
+    pending.push_back(source);
+    pending_rows += staged.rows;
+    pending_chunks += index != base_source ? 1U : 0U;
+    while (pending_rows >= capacity) {
+        out.jobs.push_back(&cut(capacity, nullptr, out));
+    }
+}
+
+void FragmentStream::State::map_codes(Source &source, std::size_t c) {
+    const ColumnStaging &column = source.chunk->columns[c];
+    if (!column.tracking || too_many[c].load(std::memory_order_relaxed)) {
+        MX_ASSERT(too_many[c].load(std::memory_order_relaxed),
+                  "a chunk stopped tracking without telling the build");
+        plain[c] = true;
+        return;
+    }
+    const std::vector<StringRef> &entries = column.distinct.entries();
+    const std::vector<std::uint64_t> &hashes = column.distinct.hashes();
+    std::vector<std::uint32_t> &remap = source.remap[c];
+    remap.resize(entries.size());
+    DistinctStrings &all = unions[c];
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        std::optional<std::uint32_t> code = all.find(entries[i].view(), hashes[i]);
+        if (!code) {
+            // A copy: the chunk's strings go with the chunk.
+            code =
+                all.insert(strings.add(entries[i].view()), hashes[i], build->options().max_dictionary_size);
+            if (!code) {
+                // More distinct values than a dictionary may hold: plain for good. The values
+                // met stay, for fragments written with their codes (see finish()).
+                plain[c] = true;
+                too_many[c].store(true, std::memory_order_relaxed);
+                std::vector<std::uint32_t>().swap(remap);
+                return;
+            }
+        }
+        remap[i] = *code;
+    }
+    source.codes[c] = &remap;
+}
+
+FragmentJob &FragmentStream::State::cut(std::uint64_t rows_wanted, const std::vector<std::uint8_t> *coded,
+                                        Outbox &out) {
+    FragmentJob &job = jobs.emplace_back();
+    const std::size_t fragment_index = kept + jobs.size() - 1;
+    job.rows = static_cast<std::uint32_t>(rows_wanted);
+    job.capacity = capacity;
+    job.region = static_cast<std::uint8_t>(fragment_index % placement.regions());
+    job.memory_node = placement.use_numa ? placement.memory_nodes[job.region] : -1;
+    if (coded != nullptr) {
+        job.coded = *coded;
+    } else {
+        job.coded.resize(columns);
+        for (std::size_t c = 0; c < columns; ++c) {
+            job.coded[c] = track[c] && !plain[c] ? 1U : 0U;
+        }
+    }
+    std::uint32_t needed = job.rows;
+    while (needed > 0) {
+        MX_ASSERT(!pending.empty(), "fewer staged rows than counted");
+        Source *source = pending.front();
+        const std::size_t available = source->chunk->rows - pending_offset;
+        const auto take = static_cast<std::uint32_t>(std::min<std::size_t>(available, needed));
+        job.segments.push_back(Segment{source, pending_offset, take});
+        ++source->refs;
+        pending_offset += take;
+        pending_rows -= take;
+        needed -= take;
+        if (pending_offset == source->chunk->rows) {
+            pending.pop_front();
+            pending_offset = 0;
+            pending_chunks -= source->index != base_source ? 1U : 0U;
+            release(source, out);
+        }
+    }
+    return job;
+}
+
+void FragmentStream::State::release(Source *source, Outbox &out) noexcept {
+    MX_ASSERT(source->refs > 0, "a source released more often than held");
+    if (--source->refs > 0) {
+        return;
+    }
+    if (source->index != base_source) {
+        --alive;
+        out.released.push_back(source->index);
+    }
+    out.garbage.push_back(std::move(sources[source->slot]));
+}
+
+void FragmentStream::State::issue(Outbox &out) noexcept {
+    while (feed != nullptr && !stopped && started < total && alive - pending_chunks < window) {
+        out.starts.push_back(started++);
+        ++alive;
+        peak = std::max(peak, alive);
+    }
+}
+
+void FragmentStream::State::deliver(Outbox &out) noexcept {
+    // Freed here, outside the lock: the chunks' vectors are large.
+    out.garbage.clear();
+    out.dropped.reset();
+    if (feed != nullptr) {
+        for (const std::size_t index : out.released) {
+            feed->released(index);
+        }
+    }
+    for (FragmentJob *job : out.jobs) {
+        if (group != nullptr) {
+            group->spawn([this, job]() noexcept { write(*job); },
+                         tasking::Annotation{.target_region = job->region});
+        } else {
+            write(*job);
+        }
+    }
+    for (const std::size_t index : out.starts) {
+        feed->start(index);
+    }
+}
+
+void FragmentStream::State::write(FragmentJob &job) noexcept {
+    const bool written = FragmentWriter::write(job, provisional);
+    if (!written && group != nullptr) {
+        // The load fails as a whole: the fragments not yet written are skipped.
+        group->fail("out of memory for a fragment");
+    }
+    Outbox out;
+    {
+        const std::lock_guard lock(mutex);
+        failed = failed || !written;
+        for (const Segment &segment : job.segments) {
+            release(segment.source, out);
+        }
+        issue(out);
+    }
+    deliver(out);
+}
+
+FragmentStream::FragmentStream(TableBuild &build, tasking::TaskGroup *group)
+    : _state(std::make_unique<State>()) {
+    State &state = *_state;
+    const Table &base = build.base();
+    state.build = &build;
+    state.group = group;
+    state.columns = base.schema().size();
+    state.capacity = base.options().fragment_capacity;
+    state.placement = group != nullptr ? Placement::of(group->runtime()) : Placement{};
+    state.track = build._track;
+    state.too_many = build._too_many.get();
+    state.plain.assign(state.columns, false);
+    state.unions.resize(state.columns);
+    state.sketches.resize(state.columns);
+    state.provisional.resize(state.columns);
+    for (std::size_t c = 0; c < state.columns; ++c) {
+        state.provisional[c].type = base.schema()[c].type;
+        if (const Dictionary *dictionary = base.dictionary(c); state.track[c] && dictionary != nullptr) {
+            // The base's codes stay the provisional codes of its values.
+            for (const StringRef &entry : dictionary->entries()) {
+                static_cast<void>(
+                    state.unions[c].insert(entry, hash_string(entry.view()), ~std::uint32_t{0}));
+            }
+        }
+    }
+    // A partial last base fragment takes the first new rows: its rows go first.
+    const bool partial = base.row_count() % state.capacity != 0;
+    state.kept = base.fragment_count() - (partial ? 1U : 0U);
+    if (partial) {
+        Outbox out;
+        state.take(stage_fragment(base.fragment(state.kept)), base_source, out);
+        MX_ASSERT(out.jobs.empty(), "a partial fragment filled a fragment");
+    }
+}
+
+FragmentStream::~FragmentStream() = default;
+
+void FragmentStream::start_feed(ChunkFeed &feed, std::size_t chunks, std::size_t window) {
+    MX_ASSERT(window >= 1, "a stream needs room for one chunk");
+    State &state = *_state;
+    Outbox out;
+    {
+        const std::lock_guard lock(state.mutex);
+        MX_ASSERT(state.feed == nullptr && state.next == 0, "start_feed() after chunks were added");
+        state.feed = &feed;
+        state.total = chunks;
+        state.window = window;
+        state.issue(out);
+    }
+    state.deliver(out);
+}
+
+void FragmentStream::add(std::size_t index, std::unique_ptr<StagedChunk> chunk) noexcept {
+    State &state = *_state;
+    Outbox out;
+    bool out_of_memory = false;
+    {
+        const std::lock_guard lock(state.mutex);
+        if (state.feed == nullptr) {
+            ++state.alive;
+            state.peak = std::max(state.peak, state.alive);
+        }
+        if (chunk == nullptr || state.stopped) {
+            state.stopped = true;
+            --state.alive;
+            out.released.push_back(index);
+            out.dropped = std::move(chunk);
+        } else {
+            try {
+                state.arrived.emplace(index, std::move(chunk));
+                for (auto next = state.arrived.find(state.next); next != state.arrived.end();
+                     next = state.arrived.find(state.next)) {
+                    std::unique_ptr<StagedChunk> taken = std::move(next->second);
+                    state.arrived.erase(next);
+                    state.take(std::move(taken), state.next++, out);
+                }
+            } catch (const std::bad_alloc &) {
+                state.stopped = true;
+                state.failed = true;
+                out_of_memory = true;
+            }
+        }
+        state.issue(out);
+    }
+    if (out_of_memory && state.group != nullptr) {
+        state.group->fail("out of memory while building fragments");
+    }
+    state.deliver(out);
+}
+
+std::uint64_t FragmentStream::rows() const noexcept {
+    const std::lock_guard lock(_state->mutex);
+    return _state->rows;
+}
+
+std::size_t FragmentStream::peak_chunks() const noexcept {
+    const std::lock_guard lock(_state->mutex);
+    return _state->peak;
+}
+
+std::shared_ptr<const Table> FragmentStream::finish() { return TableAssembler::finish(*this); }
 
 std::shared_ptr<const Table> TableAssembler::empty(std::string name, Schema schema, TableOptions options) {
     MX_ASSERT(schema.validate().empty(), "Table::empty with an invalid schema");
@@ -652,43 +1065,61 @@ std::shared_ptr<const Table> TableAssembler::empty(std::string name, Schema sche
 }
 
 std::shared_ptr<const Table> TableAssembler::assemble(TableBuild &build, tasking::Runtime *runtime) {
-    const Table &base = build.base();
+    std::optional<tasking::TaskGroup> group;
+    if (runtime != nullptr) {
+        MX_ASSERT(!runtime->on_worker(),
+                  "building a table with a runtime blocks: call it from outside the runtime's workers");
+        group.emplace(*runtime);
+    }
+    FragmentStream stream(build, group ? &*group : nullptr);
+    for (std::size_t i = 0; i < build.chunks.size(); ++i) {
+        stream.add(i, std::move(build.chunks[i]));
+    }
+    build.chunks.clear();
+    build.insert_chunk = nullptr;
+    if (group) {
+        const tasking::GroupResult outcome = group->wait();
+        if (outcome.cancelled && !outcome.failed) {
+            // Cancelled without an error: the runtime stopped and dropped fragment writers.
+            throw std::runtime_error("building the table was interrupted: the runtime stopped");
+        }
+    }
+    return stream.finish();
+}
+
+std::shared_ptr<const Table> TableAssembler::finish(FragmentStream &stream) {
+    FragmentStream::State &state = *stream._state;
+    const std::lock_guard lock(state.mutex); // the writer tasks are done; for the analysis only
+    MX_ASSERT(!state.stopped || state.failed, "finish() on a stream that was stopped");
+    MX_ASSERT(state.arrived.empty() && (state.feed == nullptr || state.next == state.total),
+              "finish() before every chunk was added");
+    if (state.failed) {
+        throw std::bad_alloc();
+    }
+    const Table &base = state.build->base();
     const Schema &schema = base.schema();
     const TableOptions &options = base.options();
-    const std::size_t columns = schema.size();
-    const std::uint64_t capacity = options.fragment_capacity;
+    const std::size_t columns = state.columns;
     const std::uint64_t base_rows = base.row_count();
-    const std::uint64_t new_rows = build.staged_rows();
+    const std::uint64_t new_rows = state.rows;
     const std::uint64_t total_rows = base_rows + new_rows;
 
     // 1. Encoding of every string column: a dictionary over the distinct values of the base and
-    //    every chunk if they are few enough, plain otherwise.
+    //    every chunk if they are few enough, plain otherwise. `ranks`: provisional code -> final
+    //    code (nullptr where they are the same).
     std::vector<ColumnPlan> plans(columns);
-    std::vector<DistinctStrings> unions(columns);
-    std::vector<std::vector<std::uint32_t>> ranks(columns); // union code -> dictionary code
+    std::vector<std::vector<std::uint32_t>> rank_storage(columns);
+    std::vector<const std::vector<std::uint32_t> *> ranks(columns, nullptr);
+    std::vector<std::uint8_t> coded(columns, 0);
     bool rebuild_all = false;
     for (std::size_t c = 0; c < columns; ++c) {
         ColumnPlan &plan = plans[c];
         plan.type = schema[c].type;
         const Dictionary *base_dictionary = base.dictionary(c);
-        bool dictionary = build._track[c] && !build._too_many[c].load(std::memory_order_relaxed);
+        const DistinctStrings &all = state.unions[c];
+        bool dictionary =
+            state.track[c] && !state.plain[c] && !state.too_many[c].load(std::memory_order_relaxed);
         if (dictionary) {
-            DistinctStrings &all = unions[c];
-            if (base_dictionary != nullptr) {
-                for (const StringRef &entry : base_dictionary->entries()) {
-                    static_cast<void>(all.insert(entry, hash_string(entry.view()), ~std::uint32_t{0}));
-                }
-            }
-            for (const auto &chunk : build.chunks) {
-                const ColumnStaging &column = chunk->columns[c];
-                MX_ASSERT(column.tracking, "a chunk stopped tracking without telling the build");
-                for (std::size_t i = 0; i < column.distinct.entries().size() && dictionary; ++i) {
-                    if (!all.insert(column.distinct.entries()[i], column.distinct.hashes()[i],
-                                    options.max_dictionary_size)) {
-                        dictionary = false;
-                    }
-                }
-            }
             const std::uint64_t distinct = all.entries().size();
             if (distinct == 0) {
                 dictionary = false;
@@ -698,14 +1129,9 @@ std::shared_ptr<const Table> TableAssembler::assemble(TableBuild &build, tasking
             }
         }
         if (dictionary) {
-            DistinctStrings &all = unions[c];
             if (base_dictionary != nullptr && all.entries().size() == base_dictionary->size()) {
                 // Nothing new: the base's dictionary stays, and so do the codes in its fragments.
                 plan.dictionary = base._dictionaries[c];
-                ranks[c].resize(all.entries().size());
-                for (std::uint32_t i = 0; i < ranks[c].size(); ++i) {
-                    ranks[c][i] = i;
-                }
             } else {
                 std::vector<std::uint32_t> order(all.entries().size());
                 for (std::uint32_t i = 0; i < order.size(); ++i) {
@@ -717,126 +1143,129 @@ std::shared_ptr<const Table> TableAssembler::assemble(TableBuild &build, tasking
                 });
                 std::vector<std::string_view> sorted;
                 sorted.reserve(order.size());
-                ranks[c].resize(order.size());
+                std::vector<std::uint32_t> &rank = rank_storage[c];
+                rank.resize(order.size());
+                bool same = true;
                 for (std::uint32_t k = 0; k < order.size(); ++k) {
                     sorted.push_back(entries[order[k]].view());
-                    ranks[c][order[k]] = k;
+                    rank[order[k]] = k;
+                    same = same && order[k] == k;
                 }
+                ranks[c] = same ? nullptr : &rank;
                 plan.dictionary = Dictionary::make(std::move(sorted));
             }
             for (const StringRef &entry : plan.dictionary->entries()) {
                 plan.max_length = std::max(plan.max_length, entry.size);
             }
+            coded[c] = 1;
         }
         if (base_rows > 0 && base_dictionary != nullptr && plan.dictionary.get() != base_dictionary) {
             rebuild_all = true; // codes of the base's fragments change (or the column goes plain)
         }
     }
 
-    // 2. Sources in row order: base fragments that are rebuilt (all of them when a dictionary
-    //    changed, else a partial last one), then the staged chunks.
-    std::size_t kept = base.fragment_count();
+    // 2. The last new fragment, and which base fragments stay: all of them when nothing was
+    //    appended and no dictionary changed; none when a dictionary changed (codes of the base's
+    //    values change); otherwise those before a partial last one, whose rows went first into
+    //    the new fragments.
+    Outbox out;
+    std::size_t kept = state.kept;
+    if (new_rows == 0 && !rebuild_all) {
+        MX_ASSERT(state.jobs.empty(), "fragments without new rows");
+        kept = base.fragment_count();
+    } else if (state.pending_rows > 0) {
+        state.cut(state.pending_rows, &coded, out);
+    }
+    std::deque<FragmentJob> rebuilt; // base fragments [0, state.kept) when rebuilt
     if (rebuild_all) {
+        for (std::size_t f = 0; f < state.kept; ++f) {
+            FragmentJob &job = rebuilt.emplace_back();
+            job.rows = base.fragment(f).size();
+            job.capacity = state.capacity;
+            job.region = static_cast<std::uint8_t>(f % state.placement.regions());
+            job.memory_node = state.placement.use_numa ? state.placement.memory_nodes[job.region] : -1;
+            job.coded = coded;
+        }
         kept = 0;
-    } else if (new_rows > 0 && base_rows % capacity != 0) {
-        kept = base.fragment_count() - 1;
-    }
-    std::vector<std::unique_ptr<StagedChunk>> restaged;
-    for (std::size_t f = kept; f < base.fragment_count(); ++f) {
-        restaged.push_back(stage_fragment(base.fragment(f)));
-    }
-    std::vector<const StagedChunk *> sources;
-    for (const auto &chunk : restaged) {
-        sources.push_back(chunk.get());
-    }
-    for (const auto &chunk : build.chunks) {
-        sources.push_back(chunk.get());
     }
 
-    // 3. Per source and dictionary column: local code -> dictionary code.
-    for (std::size_t c = 0; c < columns; ++c) {
-        ColumnPlan &plan = plans[c];
-        if (plan.dictionary == nullptr) {
-            continue;
-        }
-        plan.remap.resize(sources.size());
-        for (std::size_t s = 0; s < sources.size(); ++s) {
-            const DistinctStrings &local = sources[s]->columns[c].distinct;
-            std::vector<std::uint32_t> &remap = plan.remap[s];
-            remap.resize(local.entries().size());
-            for (std::size_t i = 0; i < remap.size(); ++i) {
-                const auto code = unions[c].find(local.entries()[i].view(), local.hashes()[i]);
-                MX_ASSERT(code.has_value(), "a staged string is missing from the dictionary");
-                remap[i] = ranks[c][*code];
-            }
-        }
-    }
-
-    // 4. One job per new fragment; fragment i of the table goes to region i mod regions.
-    const Placement placement = runtime != nullptr ? Placement::of(*runtime) : Placement{};
-    std::vector<FragmentJob> jobs;
-    {
-        std::size_t source = 0;
-        std::size_t offset = 0; // first unplaced row of sources[source]
-        std::size_t fragment_index = kept;
-        std::uint64_t remaining = total_rows - std::min(std::uint64_t{kept} * capacity, base_rows);
-        while (remaining > 0) {
-            FragmentJob job;
-            job.rows = static_cast<std::uint32_t>(std::min<std::uint64_t>(capacity, remaining));
-            job.capacity = static_cast<std::uint32_t>(capacity);
-            job.region = static_cast<std::uint8_t>(fragment_index % placement.regions());
-            job.memory_node = placement.use_numa ? placement.memory_nodes[job.region] : -1;
-            std::uint32_t needed = job.rows;
-            while (needed > 0) {
-                MX_ASSERT(source < sources.size(), "fewer staged rows than counted");
-                const std::size_t available = sources[source]->rows - offset;
-                if (available == 0) {
-                    ++source;
-                    offset = 0;
-                    continue;
+    // 3. Final codes. New fragments map their provisional codes in place (or are written again
+    //    when a column they hold as codes turned out plain); base fragments are staged again
+    //    and rewritten. A base fragment's codes are its provisional codes.
+    const auto finalize = [&state, &plans, &ranks, &coded, &base](FragmentJob &job,
+                                                                  std::size_t rebuild) -> bool {
+        try {
+            Source source;
+            if (rebuild != base_source) {
+                source.chunk = stage_fragment(base.fragment(rebuild));
+                source.codes = ranks;
+            } else {
+                if (job.fragment == nullptr && !FragmentWriter::write(job, state.provisional)) {
+                    return false;
                 }
-                const auto take = static_cast<std::uint32_t>(std::min<std::size_t>(available, needed));
-                job.segments.push_back(Segment{sources[source], source, offset, take});
-                offset += take;
-                needed -= take;
+                bool rewrite = false;
+                for (std::size_t c = 0; c < coded.size(); ++c) {
+                    MX_ASSERT(job.coded[c] != 0 || coded[c] == 0, "a plain column became a dictionary");
+                    rewrite = rewrite || (job.coded[c] != 0 && coded[c] == 0);
+                }
+                if (!rewrite) {
+                    FragmentWriter::finalize(job, plans, ranks);
+                    return true;
+                }
+                source.chunk = stage_fragment(*job.fragment, &job.coded, &coded, &state.unions);
+                source.codes.assign(coded.size(), nullptr);
+                for (std::size_t c = 0; c < coded.size(); ++c) {
+                    source.codes[c] = job.coded[c] != 0 && coded[c] != 0 ? ranks[c] : nullptr;
+                }
+                job.fragment.reset();
+                job.coded = coded;
             }
-            remaining -= job.rows;
-            ++fragment_index;
-            jobs.push_back(std::move(job));
+            job.segments.assign(1, Segment{&source, 0, job.rows});
+            const bool written = FragmentWriter::write(job, plans);
+            job.segments.clear();
+            return written;
+        } catch (const std::bad_alloc &) {
+            return false;
+        }
+    };
+    std::vector<std::pair<FragmentJob *, std::size_t>> work;
+    for (std::size_t f = 0; f < rebuilt.size(); ++f) {
+        work.emplace_back(&rebuilt[f], f);
+    }
+    for (FragmentJob &job : state.jobs) {
+        if (job.fragment == nullptr || std::find(job.coded.begin(), job.coded.end(), 1U) != job.coded.end()) {
+            work.emplace_back(&job, base_source);
         }
     }
-
     bool failed = false;
-    if (runtime != nullptr && !jobs.empty()) {
-        MX_ASSERT(!runtime->on_worker(),
+    if (state.group != nullptr && !work.empty()) {
+        tasking::TaskGroup &group = *state.group;
+        MX_ASSERT(!group.runtime().on_worker(),
                   "building a table with a runtime blocks: call it from outside the runtime's workers");
-        tasking::TaskGroup group{*runtime};
-        for (std::size_t i = 0; i < jobs.size(); ++i) {
+        for (const auto &[job, rebuild] : work) {
             group.spawn(
-                [&group, &jobs, &plans, i]() noexcept {
-                    if (!FragmentWriter::write(jobs[i], plans)) {
-                        // The build fails as a whole: the fragments not yet written are skipped.
+                [&group, &finalize, job = job, rebuild = rebuild]() noexcept {
+                    if (!finalize(*job, rebuild)) {
                         group.fail("out of memory for a fragment");
                     }
                 },
-                tasking::Annotation{.target_region = jobs[i].region});
+                tasking::Annotation{.target_region = job->region});
         }
         const tasking::GroupResult outcome = group.wait();
         if (outcome.cancelled && !outcome.failed) {
-            // Cancelled without an error: the runtime stopped and dropped fragment writers.
             throw std::runtime_error("building the table was interrupted: the runtime stopped");
         }
         failed = outcome.failed;
     } else {
-        for (FragmentJob &job : jobs) {
-            failed = !FragmentWriter::write(job, plans) || failed;
+        for (const auto &[job, rebuild] : work) {
+            failed = !finalize(*job, rebuild) || failed;
         }
     }
     if (failed) {
         throw std::bad_alloc();
     }
 
-    // 5. The new version.
+    // 4. The new version.
     auto table = std::shared_ptr<Table>(new Table());
     table->_name = base.name();
     table->_schema = schema;
@@ -845,9 +1274,18 @@ std::shared_ptr<const Table> TableAssembler::assemble(TableBuild &build, tasking
     table->_version = base.version() + 1;
     table->_fragments.assign(base.fragments().begin(),
                              base.fragments().begin() + static_cast<std::ptrdiff_t>(kept));
-    for (FragmentJob &job : jobs) {
-        table->_fragments.push_back(std::move(job.fragment));
+    std::vector<const FragmentJob *> written;
+    for (const FragmentJob &job : rebuilt) {
+        written.push_back(&job);
     }
+    for (const FragmentJob &job : state.jobs) {
+        written.push_back(&job);
+    }
+    for (const FragmentJob *job : written) {
+        table->_fragments.push_back(job->fragment);
+    }
+    MX_ASSERT(table->_fragments.size() == (total_rows + state.capacity - 1) / state.capacity,
+              "fragments do not add up to the table's rows");
     table->_dictionaries.resize(columns);
     table->_statistics.resize(columns);
     table->_sketches.resize(columns);
@@ -861,8 +1299,8 @@ std::shared_ptr<const Table> TableAssembler::assemble(TableBuild &build, tasking
         for (const auto &fragment : table->_fragments) {
             statistics.null_count += fragment->zone_map(c).null_count;
         }
-        for (const FragmentJob &job : jobs) {
-            statistics.max_length = std::max(statistics.max_length, job.max_length[c]);
+        for (const FragmentJob *job : written) {
+            statistics.max_length = std::max(statistics.max_length, job->max_length[c]);
         }
         for (std::size_t f = kept; f < table->_fragments.size(); ++f) {
             const ZoneMap &zone = table->_fragments[f]->zone_map(c);
@@ -870,9 +1308,7 @@ std::shared_ptr<const Table> TableAssembler::assemble(TableBuild &build, tasking
         }
         Sketch sketch;
         sketch.merge(*base._sketches[c]);
-        for (const auto &chunk : build.chunks) {
-            sketch.merge(chunk->columns[c].sketch.data());
-        }
+        sketch.merge(state.sketches[c].data());
         const std::uint64_t non_null = total_rows - statistics.null_count;
         if (plans[c].dictionary != nullptr) {
             statistics.distinct_count = plans[c].dictionary->size();

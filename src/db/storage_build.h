@@ -1,8 +1,10 @@
 #pragma once
 
 // Internals shared by the table builder (INSERT) and the loader: rows are first staged in
-// column-wise chunks (one per parse task, or one for INSERT), then assembled into fragments of
-// the table's capacity by one task per fragment on the fragment's NUMA region.
+// column-wise chunks (one per parse task, or one for INSERT), then a FragmentStream turns them,
+// in row order and while later chunks are still being staged, into fragments of the table's
+// capacity (one task per fragment on the fragment's NUMA region) and frees each chunk as soon as
+// its rows are in fragments.
 
 #include <atomic>
 #include <cstddef>
@@ -15,6 +17,10 @@
 #include <vector>
 
 #include <mx/db/table.h>
+
+namespace mx::tasking {
+class TaskGroup;
+}
 
 namespace mx::db::detail {
 
@@ -155,19 +161,92 @@ private:
     // its own rows show too many distinct values (see stage_string).
     std::vector<bool> _give_up_early;
     // Per column: some chunk had more distinct values than a dictionary may hold. Set by any
-    // parse task, read by all of them (relaxed: only a hint to stop tracking early) and by the
-    // assembler after the tasks are joined.
+    // parse task and by the FragmentStream (a dictionary that would grow too large), read by
+    // the parse tasks (relaxed: only a hint to stop tracking early) and by the stream (after it
+    // took the chunk that set it, or after the tasks are joined).
     std::unique_ptr<std::atomic<bool>[]> _too_many;
 
     friend class TableAssembler;
+    friend class FragmentStream;
+};
+
+class TableAssembler;
+
+/// The producer of a FragmentStream's chunks (the loader's parse tasks).
+class ChunkFeed {
+public:
+    ChunkFeed() = default;
+    ChunkFeed(const ChunkFeed &) = delete;
+    ChunkFeed &operator=(const ChunkFeed &) = delete;
+    virtual ~ChunkFeed() = default;
+    /// Starts staging chunk `index` (spawns its task), which comes back through
+    /// FragmentStream::add(). Called without the stream's lock, from any thread.
+    virtual void start(std::size_t index) noexcept = 0;
+    /// Chunk `index` is freed: nothing staged refers to its source bytes any more. Called
+    /// without the stream's lock, from any thread.
+    virtual void released(std::size_t index) noexcept = 0;
+};
+
+/// Turns staged chunks into the fragments of a new table version while they arrive.
+///
+/// Chunks are numbered in row order and may arrive in any order from any thread; the stream
+/// takes them in row order, cuts fragments of the table's capacity from the rows taken, and
+/// writes each fragment as soon as its rows are all there, by a task of `group` on the
+/// fragment's region (or at once on the calling thread without a group). A chunk is freed when
+/// the last fragment with rows of it is written. With a feed, the stream also decides when the
+/// next chunk starts: at most `window` chunks are alive (started and not freed) besides those
+/// whose rows wait for the current, unfinished fragment, so a load holds a bounded number of
+/// chunks whatever the file's size.
+///
+/// Dictionary columns: the final dictionary (sorted distinct values) is only known once every
+/// chunk is in, so fragments are written with provisional codes (the order in which the stream
+/// met the values) and finish() maps them to the final codes in place. A column that turns plain
+/// for good (a chunk gave up tracking it, or it has more distinct values than a dictionary may
+/// hold) is written plain from then on; fragments written with provisional codes of a column
+/// that turns out plain in finish() are rewritten there (rare: it takes a column with many
+/// distinct values that no chunk gave up on early).
+class FragmentStream {
+public:
+    /// `group` (nullptr: write on the calling thread) must outlive the stream.
+    FragmentStream(TableBuild &build, tasking::TaskGroup *group);
+    ~FragmentStream();
+    FragmentStream(const FragmentStream &) = delete;
+    FragmentStream &operator=(const FragmentStream &) = delete;
+
+    /// Lets `feed` produce `chunks` chunks, at most `window` (>= 1) alive at a time, and starts
+    /// the first ones. Once, before any add(); the feed must outlive the stream.
+    void start_feed(ChunkFeed &feed, std::size_t chunks, std::size_t window);
+    /// Hands over chunk `index` (sealed); nullptr means it failed: the stream stops taking
+    /// chunks, starts no more, and must not be finished. Any thread.
+    void add(std::size_t index, std::unique_ptr<StagedChunk> chunk) noexcept;
+    /// The new table version, once every chunk was added and the group's tasks finished (after
+    /// its wait()). Throws std::bad_alloc when memory for a fragment cannot be had. Blocks; call
+    /// it from outside the runtime's workers.
+    std::shared_ptr<const Table> finish();
+
+    /// Rows of the chunks added (not those of the base).
+    [[nodiscard]] std::uint64_t rows() const noexcept;
+    /// The most chunks alive at one time (started, or added without a feed, and not freed).
+    [[nodiscard]] std::size_t peak_chunks() const noexcept;
+
+private:
+    friend class TableAssembler;
+    struct State;
+    std::unique_ptr<State> _state;
 };
 
 /// Turns a build into a table version.
 class TableAssembler {
 public:
-    /// Throws std::bad_alloc when memory for a fragment cannot be had.
+    /// Streams the build's chunks through a FragmentStream. Throws std::bad_alloc when memory
+    /// for a fragment cannot be had.
     static std::shared_ptr<const Table> assemble(TableBuild &build, tasking::Runtime *runtime);
     static std::shared_ptr<const Table> empty(std::string name, Schema schema, TableOptions options);
+
+private:
+    friend class FragmentStream;
+    // The stream's finish(): Table's internals are open to the assembler only.
+    static std::shared_ptr<const Table> finish(FragmentStream &stream);
 };
 
 /// Converts a Value for storage in a column (INSERT and tests); the error is "" on success.

@@ -249,6 +249,135 @@ TEST_P(LoaderTest, LoadsAppendAndKeepOldSnapshots) {
     EXPECT_EQ(third->version(), 3U);
 }
 
+// Many small chunks and small fragments: fragments are built while later chunks are parsed, so
+// the chunks held stay few. A dictionary column with NULLs gets its final codes (NULL rows code
+// 0); a column that is written as codes while streaming but has too many distinct values for a
+// dictionary in the end (the rows-per-value rule) is rewritten plain.
+TEST_P(LoaderTest, StagedChunksStayBoundedWhileFragmentsAreBuilt) {
+    static const char *const modes[] = {"TRUCK", "AIR", "MAIL", "SHIP", "RAIL"};
+    constexpr std::uint32_t rows = 6000;
+    constexpr std::uint32_t capacity = 64;
+    const auto mode_of = [](std::uint32_t i) -> std::string { return i % 7 == 3 ? "" : modes[i % 5]; };
+    std::string content;
+    for (std::uint32_t i = 0; i < rows; ++i) {
+        content.append(std::to_string(i)).append("|t").append(std::to_string(i / 3)).append("|");
+        content.append(mode_of(i)).append("|\n"); // at most 23 bytes a line
+    }
+    const std::string path = write_file("t.tbl", content);
+    Catalog catalog;
+    const Schema schema({{"id", Type::bigint(), false},
+                         {"tag", Type::varchar(10), false},
+                         {"mode", Type::varchar(10), true}});
+    catalog.create_table("t", schema, TableOptions{.fragment_capacity = capacity});
+    CsvOptions options = quiet();
+    options.chunk_bytes = 100; // at least four lines a chunk, about 1100 chunks
+    options.staged_chunks = 1;
+    const LoadResult result = load(runtime(), catalog, "t", path, options);
+    ASSERT_TRUE(result.ok()) << result.error;
+    EXPECT_EQ(result.rows, rows);
+    // One chunk besides those holding the rows of the fragment being filled (fewer than 64
+    // rows: at most 16 chunks, plus one partly in the previous fragment).
+    EXPECT_GE(result.peak_staged_chunks, 1U);
+    EXPECT_LE(result.peak_staged_chunks, 1U + capacity / 4 + 1);
+
+    const auto table = catalog.find("t");
+    ASSERT_EQ(table->row_count(), rows);
+    ASSERT_EQ(table->fragment_count(), (rows + capacity - 1) / capacity);
+    EXPECT_FALSE(table->dictionary_encoded(1)); // 2000 values for 6000 rows: fewer than 4 rows each
+    ASSERT_TRUE(table->dictionary_encoded(2));
+    EXPECT_EQ(table->dictionary(2)->size(), 5U);
+    std::uint64_t nulls = 0;
+    const std::uint16_t regions = runtime().region_count();
+    for (std::size_t f = 0; f < table->fragment_count(); ++f) {
+        const Fragment &fragment = table->fragment(f);
+        EXPECT_EQ(fragment.region(), f % regions);
+        const std::uint32_t *codes = fragment.codes(2);
+        const std::uint8_t *null_bytes = fragment.nulls(2);
+        for (std::uint32_t r = 0; r < fragment.size(); ++r) {
+            const auto i = static_cast<std::uint32_t>(f * capacity + r);
+            ASSERT_EQ(fragment.value(0, r).i64, static_cast<std::int64_t>(i)) << "row " << i;
+            ASSERT_EQ(fragment.value(1, r).str, "t" + std::to_string(i / 3)) << "row " << i;
+            const Value mode = fragment.value(2, r);
+            ASSERT_EQ(mode.null, mode_of(i).empty()) << "row " << i;
+            if (mode.null) {
+                ASSERT_NE(null_bytes, nullptr);
+                EXPECT_EQ(codes[r], 0U) << "row " << i;
+                ++nulls;
+            } else {
+                ASSERT_EQ(mode.str, mode_of(i)) << "row " << i;
+            }
+        }
+    }
+    EXPECT_EQ(table->statistics(2).null_count, nulls);
+    EXPECT_EQ(table->statistics(1).max_length, std::string("t1999").size());
+    EXPECT_EQ(table->statistics(2).max_length, 5U);
+    EXPECT_EQ(table->statistics(2).min.str, "AIR");
+    EXPECT_EQ(table->statistics(2).max.str, "TRUCK");
+
+    // A bad line near the end: reported exactly, nothing published.
+    content.append("6000|t2000|AIR|extra|\n");
+    const std::string bad = write_file("bad.tbl", content);
+    const LoadResult failed = load(runtime(), catalog, "t", bad, options);
+    EXPECT_EQ(failed.error, bad + ":6001:16: expected 3 fields, got 4");
+    EXPECT_EQ(catalog.find("t"), table);
+}
+
+// A column with more distinct values than a dictionary may hold turns plain in mid-stream
+// (fragments written with its codes before are rewritten); an append that brings new values
+// into a dictionary column rebuilds the base's fragments with the new codes.
+TEST_P(LoaderTest, DictionaryOverflowAndAppendWithNewValues) {
+    constexpr std::uint32_t capacity = 64;
+    const auto line = [](std::uint32_t i, std::uint32_t keys) {
+        return std::to_string(i) + "|k" + std::to_string(i % keys) + "|w" + std::to_string(i / 4) + "|\n";
+    };
+    std::string first;
+    std::string second;
+    for (std::uint32_t i = 0; i < 1000; ++i) {
+        first += line(i, 40);
+    }
+    for (std::uint32_t i = 1000; i < 2000; ++i) {
+        second += line(i, 45);
+    }
+    Catalog catalog;
+    const Schema schema({{"id", Type::bigint(), false},
+                         {"key", Type::varchar(10), false},
+                         {"word", Type::varchar(10), false}});
+    catalog.create_table("t", schema, TableOptions{.fragment_capacity = capacity, .max_dictionary_size = 50});
+    CsvOptions options = quiet();
+    options.chunk_bytes = 200;
+    options.staged_chunks = 2;
+    const LoadResult loaded = load(runtime(), catalog, "t", write_file("a.tbl", first), options);
+    ASSERT_TRUE(loaded.ok()) << loaded.error;
+    const auto base = catalog.find("t");
+    ASSERT_TRUE(base->dictionary_encoded(1));
+    EXPECT_EQ(base->dictionary(1)->size(), 40U);
+    EXPECT_FALSE(base->dictionary_encoded(2)); // 250 values, at most 50 in a dictionary
+    const LoadResult appended = load(runtime(), catalog, "t", write_file("b.tbl", second), options);
+    ASSERT_TRUE(appended.ok()) << appended.error;
+    const auto table = catalog.find("t");
+    ASSERT_EQ(table->row_count(), 2000U);
+    ASSERT_EQ(table->fragment_count(), (2000U + capacity - 1) / capacity);
+    ASSERT_TRUE(table->dictionary_encoded(1));
+    const Dictionary &keys = *table->dictionary(1);
+    ASSERT_EQ(keys.size(), 45U);
+    for (std::uint32_t k = 1; k < keys.size(); ++k) {
+        EXPECT_LT(keys[k - 1].view(), keys[k].view());
+    }
+    EXPECT_FALSE(table->dictionary_encoded(2));
+    for (std::uint64_t i = 0; i < 2000; ++i) {
+        ASSERT_EQ(table->value(i, 0).i64, static_cast<std::int64_t>(i)) << "row " << i;
+        ASSERT_EQ(table->value(i, 1).str, "k" + std::to_string(i % (i < 1000 ? 40 : 45))) << "row " << i;
+        ASSERT_EQ(table->value(i, 2).str, "w" + std::to_string(i / 4)) << "row " << i;
+    }
+    for (std::size_t f = 0; f < table->fragment_count(); ++f) {
+        EXPECT_EQ(table->fragment(f).dictionary_ptr(1).get(), &keys) << "fragment " << f;
+    }
+    // The old version is untouched.
+    for (std::uint64_t i = 0; i < 1000; ++i) {
+        ASSERT_EQ(base->value(i, 1).str, "k" + std::to_string(i % 40)) << "row " << i;
+    }
+}
+
 // A lineitem-like table, generated from the row number so the expectation needs no parser.
 Schema lineitem_schema() {
     return Schema({{"l_orderkey", Type::bigint(), false},

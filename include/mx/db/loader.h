@@ -1,10 +1,12 @@
 #pragma once
 
 // Bulk loading of delimited text files (dbgen .tbl, CSV) into a table, in parallel tasks on the
-// runtime. The file is split into chunks at line boundaries; each task parses one chunk; a second
-// round of tasks builds the fragments on the NUMA regions they are placed on. The load appends to
-// the table's current rows and publishes a new table version atomically (Catalog::replace); on
-// any error nothing is published and the table stays exactly as it was.
+// runtime. The file is split into chunks at line boundaries; each task parses one chunk; as soon
+// as a fragment's rows are parsed, a task builds it on the NUMA region it is placed on, and the
+// chunks it came from are freed, so only a few parsed chunks are held at any time (memory stays
+// bounded for any file size). The load appends to the table's current rows and publishes a new
+// table version atomically (Catalog::replace); on any error nothing is published and the table
+// stays exactly as it was.
 //
 // Errors are returned as values (LoadResult::error), never thrown, in the form
 //   lineitem.tbl:1234:17: column l_quantity: expected DECIMAL(15,2), got "12x"
@@ -50,6 +52,10 @@ struct CsvOptions {
     ProgressMode progress{ProgressMode::automatic};
     /// Bytes per parse task (split at the next line break); small values for tests only.
     std::size_t chunk_bytes{std::size_t{4} << 20U};
+    /// Parsed chunks held at a time, besides those whose rows wait for the fragment being
+    /// filled: bounds the memory of a load. 0 = four per runtime worker (room for every worker
+    /// to parse while fragments are built).
+    std::size_t staged_chunks{0};
 };
 
 struct LoadResult {
@@ -59,6 +65,9 @@ struct LoadResult {
     std::uint64_t rows{0};
     std::uint64_t bytes{0};
     double seconds{0.0};
+    /// The most parsed chunks held at one time (at most staged_chunks plus the chunks of one
+    /// fragment and one more); 0 on error.
+    std::size_t peak_staged_chunks{0};
     /// The table version the load built (published by load(); nullptr on error).
     std::shared_ptr<const Table> table{};
 

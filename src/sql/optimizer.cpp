@@ -239,6 +239,9 @@ LogicalPtr Optimizer::optimize(LogicalPtr root) {
     if (!_options.magic_sets) {
         _notes.emplace_back("magic sets: off");
     }
+    if (_options.join_order == JoinOrder::greedy) {
+        _notes.emplace_back("join order: greedy");
+    }
     register_base(*root);
     root = rewrite(std::move(root));
     estimate(*root);
@@ -642,7 +645,8 @@ Optimizer::JoinComponent Optimizer::join_components(JoinComponent a, JoinCompone
             condition.push_back(predicate.expression);
         }
     }
-    LogicalPtr join = make_join(db::JoinKind::inner, std::move(probe), std::move(build), std::move(condition));
+    LogicalPtr join =
+        make_join(db::JoinKind::inner, std::move(probe), std::move(build), std::move(condition));
     choose_keys(*join);
     estimate(*join);
     JoinComponent merged;

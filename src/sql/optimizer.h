@@ -111,7 +111,8 @@ private:
     /// Join ordering by dynamic programming over `leaves` (at most dp_join_max_relations): the
     /// joined plan when a connected one exists, otherwise the largest connected subplans, which
     /// the greedy ordering then combines.
-    std::vector<JoinComponent> order_by_dp(std::vector<JoinComponent> leaves, std::vector<JoinPredicate> &predicates);
+    std::vector<JoinComponent> order_by_dp(std::vector<JoinComponent> leaves,
+                                           std::vector<JoinPredicate> &predicates);
     /// Magic sets over the leaves of one region (before join ordering): `predicates` are the
     /// region's conjuncts over several leaves.
     void apply_magic_sets(std::vector<LogicalPtr> &leaves, const std::vector<db::ExprPtr> &predicates);

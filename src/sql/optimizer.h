@@ -53,8 +53,8 @@ inline constexpr double magic_set_min_ratio = 2.0;
 inline constexpr double magic_set_max_rescan = 2.0;
 
 /// Regions of up to this many relations are ordered by dynamic programming (JoinOrder::
-/// dynamic_programming): its table has 2^n entries and it tries about 3^n splits (59049 for
-/// ten relations, well under a millisecond); larger regions are ordered greedily.
+/// dynamic_programming): its table has 2^n entries and it tests 3^n splits (59049 for ten
+/// relations); larger regions are ordered greedily.
 inline constexpr std::size_t dp_join_max_relations = 10;
 
 class Optimizer {

@@ -81,6 +81,7 @@ struct Options {
     bool pin{true};
     bool magic_sets{true};
     bool right_semi_joins{true};
+    mx::sql::JoinOrder join_order{mx::sql::JoinOrder::dynamic_programming};
     std::string trace;           // --trace: record the timed runs, write the last one here
     bool trace_alternate{false}; // --trace-alternate: only every second timed run is recorded
     bool profile{false};         // --profile: record the timed runs, print the last one's profile
@@ -586,6 +587,7 @@ int run(const Options &options, const std::string &command) {
     database_options.execution.morsel_rows = options.morsel_rows;
     database_options.optimizer.magic_sets = options.magic_sets;
     database_options.optimizer.right_semi_joins = options.right_semi_joins;
+    database_options.optimizer.join_order = options.join_order;
     mx::sql::Database db(runtime, database_options);
 
     std::printf("tunadb, threads=%u%s, morsel_rows=%u, %s (%u CPUs online)\n%s\n", options.threads,
@@ -677,6 +679,10 @@ int main(int argc, char **argv) {
     app.add_flag("!--no-right-semi-joins", options.right_semi_joins,
                  "switch the optimizer's right semi/anti joins off (semi and anti joins always hash the "
                  "subquery side)");
+    app.add_option("--join-order", options.join_order,
+                   "join ordering: dp (dynamic programming, the default) or greedy (smallest join first)")
+        ->transform(CLI::CheckedTransformer(std::map<std::string, mx::sql::JoinOrder>{
+            {"dp", mx::sql::JoinOrder::dynamic_programming}, {"greedy", mx::sql::JoinOrder::greedy}}));
     app.add_flag("!--no-magic-sets", options.magic_sets,
                  "switch the optimizer's magic sets off (correlated subqueries aggregate their whole input)");
     app.add_option("--trace", options.trace,

@@ -1,7 +1,12 @@
 #include "optimizer.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -147,6 +152,15 @@ double scanned_rows(const LogicalNode &node) {
     return rows;
 }
 
+/// Estimated rows of an inner join of `left` and `right` rows whose keys have `left_distinct`
+/// and `right_distinct` distinct combinations: every key value of the side with fewer values
+/// meets one of the other side (containment), and the residual conditions keep `residual` of
+/// the pairs.
+double inner_join_rows(double left, double right, double left_distinct, double right_distinct,
+                       double residual) {
+    return left * right / std::max(left_distinct, right_distinct) * residual;
+}
+
 /// The tables a plan reads, for EXPLAIN's notes.
 void table_names(const LogicalNode &node, std::string &out) {
     if (node.kind == LogicalKind::get) {
@@ -205,9 +219,28 @@ double Optimizer::distinct(ColumnId id, double rows) const {
     return std::max(1.0, std::min(estimate, std::max(rows, 1.0)));
 }
 
+double Optimizer::key_distinct(const std::vector<db::ExprPtr> &keys, double rows,
+                               const std::function<double(ColumnId)> *cap) const {
+    double product = 1.0;
+    for (const auto &key : keys) {
+        const auto ids = columns_of(*key);
+        if (ids.size() != 1) {
+            product *= rows;
+        } else if (cap != nullptr) {
+            product *= std::max(1.0, std::min(distinct(ids.front(), rows), (*cap)(ids.front())));
+        } else {
+            product *= distinct(ids.front(), rows);
+        }
+    }
+    return std::max(1.0, std::min(product, std::max(rows, 1.0)));
+}
+
 LogicalPtr Optimizer::optimize(LogicalPtr root) {
     if (!_options.magic_sets) {
         _notes.emplace_back("magic sets: off");
+    }
+    if (_options.join_order == JoinOrder::greedy) {
+        _notes.emplace_back("join order: greedy");
     }
     register_base(*root);
     root = rewrite(std::move(root));
@@ -574,6 +607,230 @@ void Optimizer::choose_keys(LogicalNode &join) {
     join.optimized = true;
 }
 
+void Optimizer::connecting_keys(const std::vector<JoinPredicate> &predicates, const std::set<ColumnId> &left,
+                                const std::set<ColumnId> &right, std::vector<db::ExprPtr> &left_keys,
+                                std::vector<db::ExprPtr> &right_keys) {
+    for (const auto &predicate : predicates) {
+        const db::Expr &e = *predicate.expression;
+        if (predicate.used || e.kind() != db::ExprKind::compare || e.compare_op() != db::CompareOp::equal) {
+            continue;
+        }
+        const auto a = columns_of(e.child(0));
+        const auto b = columns_of(e.child(1));
+        if (a.empty() || b.empty()) {
+            continue;
+        }
+        if (subset(a, left) && subset(b, right)) {
+            left_keys.push_back(e.children()[0]);
+            right_keys.push_back(e.children()[1]);
+        } else if (subset(b, left) && subset(a, right)) {
+            left_keys.push_back(e.children()[1]);
+            right_keys.push_back(e.children()[0]);
+        }
+    }
+}
+
+Optimizer::JoinComponent Optimizer::join_components(JoinComponent a, JoinComponent b,
+                                                    std::vector<JoinPredicate> &predicates) {
+    // The smaller input is the build side (right); the larger one streams through.
+    const bool a_builds = a.tree->rows < b.tree->rows;
+    LogicalPtr probe = a_builds ? std::move(b.tree) : std::move(a.tree);
+    LogicalPtr build = a_builds ? std::move(a.tree) : std::move(b.tree);
+    std::set<ColumnId> ids = std::move(a.ids);
+    ids.insert(b.ids.begin(), b.ids.end());
+    std::vector<db::ExprPtr> condition;
+    for (auto &predicate : predicates) {
+        if (!predicate.used && subset(predicate.ids, ids)) {
+            predicate.used = true;
+            condition.push_back(predicate.expression);
+        }
+    }
+    LogicalPtr join =
+        make_join(db::JoinKind::inner, std::move(probe), std::move(build), std::move(condition));
+    choose_keys(*join);
+    estimate(*join);
+    JoinComponent merged;
+    merged.tree = std::move(join);
+    merged.ids = std::move(ids);
+    return merged;
+}
+
+// Join ordering by dynamic programming: DPsub (subset enumeration, Vance and Maier) restricted
+// to connected splits, the variant Moerkotte and Neumann compare DPccp with. The subsets S of a
+// region's n relations are visited as bit masks in increasing order, so every subset of S comes
+// before S. Each split of S into S1 and S2 = S \ S1 whose halves both have a plan and which a
+// join key connects (an equality with one side over S1's columns and the other over S2's) is a
+// candidate for S costing cost(S1) + cost(S2) + rows(S): C_out, the sum of the estimated rows
+// of all joins. A subset no condition connects gets no plan, so the trees have no cross
+// products. DPsub tries all 3^n splits and drops the unconnected ones (DPccp would generate
+// only connected ones); that is at most 3^10 = 59049 cheap tests here, and the same connection
+// test handles conditions over more than two relations (a.x + b.y = c.z), which DPccp's graph
+// enumeration does not.
+//
+// rows(S) is the estimate estimate() gives that join: the distinct counts of the key columns
+// (distinct(), also bounded by the rows of every join below that produces the column, as
+// estimate() caps them) and the selectivity of the other conditions that the join applies. It
+// depends on the split, so each entry keeps the rows of its best plan and those bounds.
+std::vector<Optimizer::JoinComponent> Optimizer::order_by_dp(std::vector<JoinComponent> leaves,
+                                                             std::vector<JoinPredicate> &predicates) {
+    using Mask = std::uint32_t;
+    const std::size_t n = leaves.size();
+    MX_ASSERT(n >= 2 && n <= dp_join_max_relations, "dynamic programming orders 2 to 10 relations");
+    const Mask all = (Mask{1} << n) - 1;
+    std::map<ColumnId, std::size_t> leaf_of;
+    for (std::size_t i = 0; i < n; ++i) {
+        for (ColumnId id : leaves[i].ids) {
+            leaf_of[id] = i;
+        }
+    }
+    // The relations whose columns `ids` reads; none when a column is from outside the region.
+    auto mask_of = [&](const std::vector<ColumnId> &ids) -> std::optional<Mask> {
+        Mask mask = 0;
+        for (ColumnId id : ids) {
+            const auto it = leaf_of.find(id);
+            if (it == leaf_of.end()) {
+                return std::nullopt;
+            }
+            mask |= Mask{1} << it->second;
+        }
+        return mask;
+    };
+    struct Condition {
+        const JoinPredicate *predicate{nullptr};
+        Mask relations{0};
+        /// An equality usable as a join key: the relations of its two sides (both non-zero).
+        Mask left{0};
+        Mask right{0};
+        double selectivity{1.0};
+    };
+    std::vector<Condition> conditions;
+    for (const auto &predicate : predicates) {
+        const auto relations = mask_of(predicate.ids);
+        if (predicate.used || !relations.has_value()) {
+            continue; // applied already, or above the region's joins
+        }
+        Condition condition;
+        condition.predicate = &predicate;
+        condition.relations = *relations;
+        const db::Expr &e = *predicate.expression;
+        if (e.kind() == db::ExprKind::compare && e.compare_op() == db::CompareOp::equal) {
+            const auto left = mask_of(columns_of(e.child(0)));
+            const auto right = mask_of(columns_of(e.child(1)));
+            if (left.has_value() && right.has_value() && *left != 0 && *right != 0) {
+                condition.left = *left;
+                condition.right = *right;
+            }
+        }
+        condition.selectivity = selectivity({predicate.expression});
+        conditions.push_back(condition);
+    }
+
+    struct Entry {
+        /// C_out of the best plan found; negative while there is none.
+        double cost{-1.0};
+        double rows{0.0};
+        /// The relations of the best plan's left input.
+        Mask left{0};
+        /// Per relation, the bound on its columns' distinct counts (the smallest join result
+        /// above it in the plan).
+        std::array<double, dp_join_max_relations> cap{};
+    };
+    std::vector<Entry> table(std::size_t{all} + 1);
+    for (std::size_t i = 0; i < n; ++i) {
+        Entry &entry = table[Mask{1} << i];
+        entry.cost = 0.0;
+        entry.rows = std::max(leaves[i].tree->rows, 0.0);
+        entry.cap.fill(std::numeric_limits<double>::infinity());
+    }
+    std::vector<db::ExprPtr> left_keys;
+    std::vector<db::ExprPtr> right_keys;
+    for (Mask set = 1; set <= all; ++set) {
+        if ((set & (set - 1)) == 0) {
+            continue; // one relation
+        }
+        const Mask lowest = set & (~set + 1);
+        // The left half takes the set's lowest relation: every unordered split is tried once
+        // (the estimate is symmetric; join_components chooses the build side).
+        for (Mask left = (set - 1) & set; left != 0; left = (left - 1) & set) {
+            const Mask right = set ^ left;
+            const Entry &a = table[left];
+            const Entry &b = table[right];
+            if ((left & lowest) == 0 || a.cost < 0 || b.cost < 0) {
+                continue;
+            }
+            left_keys.clear();
+            right_keys.clear();
+            double residual = 1.0;
+            for (const auto &condition : conditions) {
+                if ((condition.relations & ~set) != 0 || (condition.relations & ~left) == 0 ||
+                    (condition.relations & ~right) == 0) {
+                    continue; // not applied by this join
+                }
+                const db::Expr &e = *condition.predicate->expression;
+                if (condition.left != 0 && (condition.left & ~left) == 0 && (condition.right & ~right) == 0) {
+                    left_keys.push_back(e.children()[0]);
+                    right_keys.push_back(e.children()[1]);
+                } else if (condition.left != 0 && (condition.right & ~left) == 0 &&
+                           (condition.left & ~right) == 0) {
+                    left_keys.push_back(e.children()[1]);
+                    right_keys.push_back(e.children()[0]);
+                } else {
+                    residual *= condition.selectivity;
+                }
+            }
+            if (left_keys.empty()) {
+                continue; // not connected: no cross products inside the tree
+            }
+            const std::function<double(ColumnId)> cap_a = [&](ColumnId id) { return a.cap[leaf_of.at(id)]; };
+            const std::function<double(ColumnId)> cap_b = [&](ColumnId id) { return b.cap[leaf_of.at(id)]; };
+            const double rows = inner_join_rows(a.rows, b.rows, key_distinct(left_keys, a.rows, &cap_a),
+                                                key_distinct(right_keys, b.rows, &cap_b), residual);
+            const double cost = a.cost + b.cost + rows;
+            Entry &entry = table[set];
+            if (entry.cost < 0 || cost < entry.cost) {
+                entry.cost = cost;
+                entry.rows = rows;
+                entry.left = left;
+                for (std::size_t i = 0; i < n; ++i) {
+                    const double below = ((left >> i) & 1U) != 0 ? a.cap[i] : b.cap[i];
+                    entry.cap[i] = std::min(below, std::max(rows, 1.0));
+                }
+            }
+        }
+    }
+
+    // Builds the best plan of `set` bottom-up; every join takes the predicates that become
+    // applicable there, as the estimate above assumed.
+    std::function<JoinComponent(Mask)> build = [&](Mask set) -> JoinComponent {
+        if ((set & (set - 1)) == 0) {
+            return std::move(leaves[static_cast<std::size_t>(std::countr_zero(set))]);
+        }
+        JoinComponent left = build(table[set].left);
+        JoinComponent right = build(set ^ table[set].left);
+        return join_components(std::move(left), std::move(right), predicates);
+    };
+    std::vector<JoinComponent> components;
+    Mask rest = all;
+    while (rest != 0) {
+        // The largest subset with a plan (all relations when the graph is connected), then the
+        // cheapest: the greedy ordering combines what is left.
+        Mask best = 0;
+        for (Mask set = 1; set <= all; ++set) {
+            if ((set & ~rest) != 0 || table[set].cost < 0) {
+                continue;
+            }
+            const int size = std::popcount(set);
+            const int best_size = std::popcount(best);
+            if (best == 0 || size > best_size || (size == best_size && table[set].cost < table[best].cost)) {
+                best = set;
+            }
+        }
+        components.push_back(build(best));
+        rest &= ~best;
+    }
+    return components;
+}
+
 LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
     // Collect the region: inner joins, cross products and filters over leaves, and the semi and
     // anti joins applied to it.
@@ -632,11 +889,6 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         leaf_columns.push_back(id_set(leaf->output));
     }
     std::vector<std::vector<db::ExprPtr>> assigned(leaves.size());
-    struct JoinPredicate {
-        db::ExprPtr expression;
-        std::vector<ColumnId> ids;
-        bool used{false};
-    };
     std::vector<JoinPredicate> predicates;
     for (auto &conjunct : conjuncts) {
         const auto ids = columns_of(*conjunct);
@@ -725,26 +977,25 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         apply_magic_sets(leaves, joining);
     }
 
-    // Greedy join ordering over the leaves.
-    struct Component {
-        LogicalPtr tree;
-        std::set<ColumnId> ids;
-    };
-    std::vector<Component> components;
+    // Join ordering: dynamic programming chooses the tree of joins for regions it can handle
+    // (order_by_dp); the greedy loop orders larger regions and combines what the dynamic
+    // programming leaves unconnected (by cross products, or by conditions over several of them).
+    std::vector<JoinComponent> components;
     for (auto &leaf : leaves) {
-        Component component;
+        JoinComponent component;
         component.ids = id_set(leaf->output);
         component.tree = std::move(leaf);
         components.push_back(std::move(component));
     }
-    auto key_distinct = [&](const std::vector<db::ExprPtr> &keys, double rows) {
-        double product = 1.0;
-        for (const auto &key : keys) {
-            const auto ids = columns_of(*key);
-            product *= ids.size() == 1 ? distinct(ids.front(), rows) : rows;
+    if (components.size() > 1 && _options.join_order == JoinOrder::dynamic_programming) {
+        if (components.size() <= dp_join_max_relations) {
+            components = order_by_dp(std::move(components), predicates);
+        } else {
+            _notes.push_back("join order: greedy for a region of " + std::to_string(components.size()) +
+                             " relations (dynamic programming takes up to " +
+                             std::to_string(dp_join_max_relations) + ")");
         }
-        return std::max(1.0, std::min(product, std::max(rows, 1.0)));
-    };
+    }
     while (components.size() > 1) {
         std::optional<std::pair<std::size_t, std::size_t>> best;
         double best_rows = 0.0;
@@ -753,33 +1004,14 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
             for (std::size_t j = i + 1; j < components.size(); ++j) {
                 std::vector<db::ExprPtr> left_keys;
                 std::vector<db::ExprPtr> right_keys;
-                for (const auto &predicate : predicates) {
-                    const db::Expr &e = *predicate.expression;
-                    if (predicate.used || e.kind() != db::ExprKind::compare ||
-                        e.compare_op() != db::CompareOp::equal) {
-                        continue;
-                    }
-                    const auto a = columns_of(e.child(0));
-                    const auto b = columns_of(e.child(1));
-                    if (a.empty() || b.empty()) {
-                        continue;
-                    }
-                    if (subset(a, components[i].ids) && subset(b, components[j].ids)) {
-                        left_keys.push_back(e.children()[0]);
-                        right_keys.push_back(e.children()[1]);
-                    } else if (subset(b, components[i].ids) && subset(a, components[j].ids)) {
-                        left_keys.push_back(e.children()[1]);
-                        right_keys.push_back(e.children()[0]);
-                    }
-                }
+                connecting_keys(predicates, components[i].ids, components[j].ids, left_keys, right_keys);
                 if (left_keys.empty()) {
                     continue;
                 }
                 const double rows_i = std::max(components[i].tree->rows, 0.0);
                 const double rows_j = std::max(components[j].tree->rows, 0.0);
-                const double denominator =
-                    std::max(key_distinct(left_keys, rows_i), key_distinct(right_keys, rows_j));
-                const double rows = rows_i * rows_j / denominator;
+                const double rows = inner_join_rows(rows_i, rows_j, key_distinct(left_keys, rows_i),
+                                                    key_distinct(right_keys, rows_j), 1.0);
                 const double inputs = rows_i + rows_j;
                 if (!best.has_value() || rows < best_rows || (rows == best_rows && inputs < best_inputs)) {
                     best = std::make_pair(i, j);
@@ -800,29 +1032,7 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
             best = std::make_pair(std::min(order[0], order[1]), std::max(order[0], order[1]));
         }
         auto [i, j] = *best;
-        Component &a = components[i];
-        Component &b = components[j];
-        // The smaller input is the build side (right); the larger one streams through.
-        const bool a_builds = a.tree->rows < b.tree->rows;
-        LogicalPtr probe = a_builds ? std::move(b.tree) : std::move(a.tree);
-        LogicalPtr build = a_builds ? std::move(a.tree) : std::move(b.tree);
-        std::set<ColumnId> ids = a.ids;
-        ids.insert(b.ids.begin(), b.ids.end());
-        std::vector<db::ExprPtr> condition;
-        for (auto &predicate : predicates) {
-            if (!predicate.used && subset(predicate.ids, ids)) {
-                predicate.used = true;
-                condition.push_back(predicate.expression);
-            }
-        }
-        LogicalPtr join =
-            make_join(db::JoinKind::inner, std::move(probe), std::move(build), std::move(condition));
-        choose_keys(*join);
-        estimate(*join);
-        Component merged;
-        merged.tree = std::move(join);
-        merged.ids = std::move(ids);
-        components[i] = std::move(merged);
+        components[i] = join_components(std::move(components[i]), std::move(components[j]), predicates);
         components.erase(components.begin() + static_cast<std::ptrdiff_t>(j));
     }
     LogicalPtr tree = std::move(components.front().tree);
@@ -1141,18 +1351,10 @@ void Optimizer::estimate(LogicalNode &node) {
     case LogicalKind::join: {
         const double left = node.children[0]->rows;
         const double right = node.children[1]->rows;
-        auto side_distinct = [&](const std::vector<db::ExprPtr> &keys, double rows) {
-            double product = 1.0;
-            for (const auto &key : keys) {
-                const auto ids = columns_of(*key);
-                product *= ids.size() == 1 ? distinct(ids.front(), rows) : rows;
-            }
-            return std::max(1.0, std::min(product, std::max(rows, 1.0)));
-        };
-        const double left_distinct = node.left_keys.empty() ? 1.0 : side_distinct(node.left_keys, left);
-        const double right_distinct = node.right_keys.empty() ? 1.0 : side_distinct(node.right_keys, right);
-        const double residual = selectivity(node.conjuncts);
-        const double inner = left * right / std::max(left_distinct, right_distinct) * residual;
+        const double left_distinct = key_distinct(node.left_keys, left);
+        const double right_distinct = key_distinct(node.right_keys, right);
+        const double inner =
+            inner_join_rows(left, right, left_distinct, right_distinct, selectivity(node.conjuncts));
         // Fraction of left rows with a partner (containment of the smaller key set).
         const double matched =
             std::min(1.0, right_distinct / left_distinct) * (node.conjuncts.empty() ? 1.0 : 0.5);

@@ -11,12 +11,15 @@
 //     semi/anti join with a large build side waits for the region's joins and its build side
 //     reads only the keys of the joined probe side,
 //   - join ordering: inner joins and cross products of a query block form one region whose
-//     relations are joined greedily, always the connected pair with the smallest estimated
-//     result; the smaller input becomes the build side,
+//     relations are joined in the order with the smallest sum of estimated intermediate
+//     results, found by dynamic programming over the connected subsets of the join graph
+//     (regions of up to dp_join_max_relations relations), or greedily, always the connected
+//     pair with the smallest estimated result; the smaller input becomes the build side,
 //   - physical choices per join (non-partitioned or radix-partitioned, Bloom filter) and per
 //     scan (prefetch strategy, dissertation 7.3),
 //   - cardinality estimates for every node from the tables' statistics.
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -49,6 +52,11 @@ inline constexpr double magic_set_min_ratio = 2.0;
 /// but the other side may be an expensive derived table.
 inline constexpr double magic_set_max_rescan = 2.0;
 
+/// Regions of up to this many relations are ordered by dynamic programming (JoinOrder::
+/// dynamic_programming): its table has 2^n entries and it tests 3^n splits (59049 for ten
+/// relations); larger regions are ordered greedily.
+inline constexpr std::size_t dp_join_max_relations = 10;
+
 class Optimizer {
 public:
     explicit Optimizer(ColumnRegistry &columns, OptimizerOptions options = {})
@@ -68,6 +76,19 @@ private:
         std::size_t column{0};
     };
 
+    /// A condition of a join region over the columns of several of its relations.
+    struct JoinPredicate {
+        db::ExprPtr expression;
+        std::vector<ColumnId> ids;
+        /// Set once a join of the region applies it.
+        bool used{false};
+    };
+    /// A subplan of a join region and the columns it produces.
+    struct JoinComponent {
+        LogicalPtr tree;
+        std::set<ColumnId> ids;
+    };
+
     LogicalPtr rewrite(LogicalPtr node);
     LogicalPtr rewrite_region(LogicalPtr node);
     LogicalPtr rewrite_outer_join(LogicalPtr node);
@@ -79,6 +100,19 @@ private:
                        std::vector<db::ExprPtr> conjuncts, std::vector<db::ExprPtr> &above,
                        bool keep_constants);
     void choose_keys(LogicalNode &join);
+    /// The equalities among the unused `predicates` whose sides read `left` and `right` alone:
+    /// the keys a join of the two would use (left side first).
+    static void connecting_keys(const std::vector<JoinPredicate> &predicates, const std::set<ColumnId> &left,
+                                const std::set<ColumnId> &right, std::vector<db::ExprPtr> &left_keys,
+                                std::vector<db::ExprPtr> &right_keys);
+    /// Inner-joins two subplans of a region with every unused predicate over their columns (the
+    /// predicates become used); the input estimated smaller is the build side.
+    JoinComponent join_components(JoinComponent a, JoinComponent b, std::vector<JoinPredicate> &predicates);
+    /// Join ordering by dynamic programming over `leaves` (at most dp_join_max_relations): the
+    /// joined plan when a connected one exists, otherwise the largest connected subplans, which
+    /// the greedy ordering then combines.
+    std::vector<JoinComponent> order_by_dp(std::vector<JoinComponent> leaves,
+                                           std::vector<JoinPredicate> &predicates);
     /// Magic sets over the leaves of one region (before join ordering): `predicates` are the
     /// region's conjuncts over several leaves.
     void apply_magic_sets(std::vector<LogicalPtr> &leaves, const std::vector<db::ExprPtr> &predicates);
@@ -95,6 +129,11 @@ private:
     double conjunct_selectivity(const db::Expr &conjunct);
     std::optional<double> range_fraction(const db::Expr &conjunct);
     double distinct(ColumnId id, double rows) const;
+    /// Estimated distinct combinations of the join `keys` over `rows` rows: the product of the
+    /// key columns' distinct counts (a key computed from several columns counts every row as
+    /// distinct), at most `rows`. `cap`, when given, bounds a column's distinct count further.
+    double key_distinct(const std::vector<db::ExprPtr> &keys, double rows,
+                        const std::function<double(ColumnId)> *cap = nullptr) const;
     const db::ColumnStatistics *statistics(ColumnId id) const;
     void register_base(const LogicalNode &node);
 

@@ -88,6 +88,16 @@ struct Result {
     [[nodiscard]] const StatementResult &last() const { return statements.back(); }
 };
 
+/// How the optimizer orders the inner joins of one query block (a region).
+enum class JoinOrder {
+    /// Repeatedly joins the connected pair of subplans with the smallest estimated result.
+    greedy,
+    /// Exact dynamic programming over the connected subsets of the join graph: the tree with
+    /// the smallest sum of estimated intermediate results (regions of up to ten relations;
+    /// larger ones are ordered greedily).
+    dynamic_programming,
+};
+
 /// Optimizer passes that can be switched off (for tests and comparisons: every pass keeps the
 /// answers). EXPLAIN names the passes that are off and what the optional ones did.
 struct OptimizerOptions {
@@ -98,6 +108,8 @@ struct OptimizerOptions {
     /// well under its subquery side hashes the outer side and marks the rows the subquery's
     /// rows meet, instead of hashing the larger subquery side.
     bool right_semi_joins{true};
+    /// Join ordering; both orders give the same answers, only plan costs differ.
+    JoinOrder join_order{JoinOrder::dynamic_programming};
 };
 
 struct DatabaseOptions {

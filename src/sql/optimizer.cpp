@@ -235,6 +235,41 @@ double Optimizer::key_distinct(const std::vector<db::ExprPtr> &keys, double rows
     return std::max(1.0, std::min(product, std::max(rows, 1.0)));
 }
 
+std::pair<double, double>
+Optimizer::join_key_distincts(const std::vector<db::ExprPtr> &left_keys, double left_rows,
+                              const std::vector<db::ExprPtr> &right_keys, double right_rows,
+                              const std::function<double(ColumnId)> *left_cap,
+                              const std::function<double(ColumnId)> *right_cap) const {
+    double left = key_distinct(left_keys, left_rows, left_cap);
+    double right = key_distinct(right_keys, right_rows, right_cap);
+    if (left_keys.size() < 2 || left_keys.size() != right_keys.size()) {
+        return {left, right};
+    }
+    const auto column_distinct = [this](const db::Expr &key, double rows,
+                                        const std::function<double(ColumnId)> *cap) -> std::optional<double> {
+        const auto ids = columns_of(key);
+        if (ids.size() != 1) {
+            return std::nullopt;
+        }
+        const double d = distinct(ids.front(), rows);
+        return cap != nullptr ? std::min(d, (*cap)(ids.front())) : d;
+    };
+    const bool left_larger = left_rows >= right_rows;
+    for (std::size_t i = 0; i < left_keys.size(); ++i) {
+        const auto l = column_distinct(*left_keys[i], left_rows, left_cap);
+        const auto r = column_distinct(*right_keys[i], right_rows, right_cap);
+        if (!l || !r || (left_larger ? *l > *r : *r > *l)) {
+            return {left, right};
+        }
+    }
+    if (left_larger) {
+        left = std::min(left, right);
+    } else {
+        right = std::min(left, right);
+    }
+    return {left, right};
+}
+
 LogicalPtr Optimizer::optimize(LogicalPtr root) {
     if (!_options.magic_sets) {
         _notes.emplace_back("magic sets: off");
@@ -783,8 +818,9 @@ std::vector<Optimizer::JoinComponent> Optimizer::order_by_dp(std::vector<JoinCom
             }
             const std::function<double(ColumnId)> cap_a = [&](ColumnId id) { return a.cap[leaf_of.at(id)]; };
             const std::function<double(ColumnId)> cap_b = [&](ColumnId id) { return b.cap[leaf_of.at(id)]; };
-            const double rows = inner_join_rows(a.rows, b.rows, key_distinct(left_keys, a.rows, &cap_a),
-                                                key_distinct(right_keys, b.rows, &cap_b), residual);
+            const auto [left_distinct, right_distinct] =
+                join_key_distincts(left_keys, a.rows, right_keys, b.rows, &cap_a, &cap_b);
+            const double rows = inner_join_rows(a.rows, b.rows, left_distinct, right_distinct, residual);
             const double cost = a.cost + b.cost + rows;
             Entry &entry = table[set];
             if (entry.cost < 0 || cost < entry.cost) {
@@ -1010,8 +1046,9 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
                 }
                 const double rows_i = std::max(components[i].tree->rows, 0.0);
                 const double rows_j = std::max(components[j].tree->rows, 0.0);
-                const double rows = inner_join_rows(rows_i, rows_j, key_distinct(left_keys, rows_i),
-                                                    key_distinct(right_keys, rows_j), 1.0);
+                const auto [left_distinct, right_distinct] =
+                    join_key_distincts(left_keys, rows_i, right_keys, rows_j);
+                const double rows = inner_join_rows(rows_i, rows_j, left_distinct, right_distinct, 1.0);
                 const double inputs = rows_i + rows_j;
                 if (!best.has_value() || rows < best_rows || (rows == best_rows && inputs < best_inputs)) {
                     best = std::make_pair(i, j);
@@ -1351,8 +1388,8 @@ void Optimizer::estimate(LogicalNode &node) {
     case LogicalKind::join: {
         const double left = node.children[0]->rows;
         const double right = node.children[1]->rows;
-        const double left_distinct = key_distinct(node.left_keys, left);
-        const double right_distinct = key_distinct(node.right_keys, right);
+        const auto [left_distinct, right_distinct] =
+            join_key_distincts(node.left_keys, left, node.right_keys, right);
         const double inner =
             inner_join_rows(left, right, left_distinct, right_distinct, selectivity(node.conjuncts));
         // Fraction of left rows with a partner (containment of the smaller key set).

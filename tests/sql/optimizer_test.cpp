@@ -211,6 +211,25 @@ TEST_F(OptimizerTest, JoinOrderFollowsEstimatedCardinalities) {
     EXPECT_EQ(rows(sql), (Rows{"50"}));
 }
 
+TEST_F(OptimizerTest, KeysOfSeveralColumnsIntoASmallerTableCountAsForeignKeys) {
+    // Every big row (v, j = v % 20) has exactly one mid row (k = v, j): 2000 rows. Independence
+    // alone makes big's (v, j) combinations as many as its rows (2000 against mid's 200) and
+    // estimates 200; each of big's key columns has no more distinct values than its partner in
+    // mid, so big's combinations count as a subset of mid's.
+    const std::string sql = "SELECT count(*) FROM big b JOIN mid m ON b.v = m.k AND b.j = m.j";
+    const auto plan = db.plan(sql);
+    const auto joins = nodes(*plan, db::PlanKind::hash_join);
+    ASSERT_EQ(joins.size(), 1U);
+    EXPECT_NEAR(joins[0]->estimated_rows, 2000.0, 200.0);
+    EXPECT_EQ(rows(sql), (Rows{"2000"}));
+    // Columns with more distinct values than their partners are no foreign key: big.k (2000)
+    // against mid.k (200) keeps the independent estimate.
+    const auto other_plan = db.plan("SELECT count(*) FROM big b JOIN mid m ON b.k = m.k AND b.j = m.j");
+    const auto other = nodes(*other_plan, db::PlanKind::hash_join);
+    ASSERT_EQ(other.size(), 1U);
+    EXPECT_NEAR(other[0]->estimated_rows, 200.0, 20.0);
+}
+
 TEST_F(OptimizerTest, EstimatesComeFromStatistics) {
     const auto plan = db.plan("SELECT k FROM big WHERE k < 100");
     EXPECT_NEAR(scan_of(*plan, "big").estimated_rows, 100.0, 1.0);

@@ -539,7 +539,10 @@ def blinktree_suite(ctx):
 def blinktree_disturbed(ctx, driver, target):
     """YCSB-C with a busy process on the last worker's core, mxtasking with and without work
     stealing: one process each way per round, interleaved; the ratio of each round's C
-    throughputs, median over the rounds. Fewer keys and operations than the main runs."""
+    throughputs, median over the rounds. Fewer keys and operations than the main runs. Each
+    worker's feeder submits a fixed share of the requests (--split static, as with partitioned
+    data): with the default shared cursor the busy worker just claims fewer batches, which
+    balances without stealing and leaves stealing nothing to show."""
     cpu = disturbed_core(2)
     if cpu is None:
         target.note = "needs at least 2 usable CPUs"
@@ -549,7 +552,8 @@ def blinktree_disturbed(ctx, driver, target):
           f"work stealing on / off ({DISTURBED_ROUNDS} rounds) ...", flush=True)
     row_lists, ratios = [], []
     for round_index in range(DISTURBED_ROUNDS):
-        common = ["-n", keys, "-m", keys, "-w", "2", "-r", "1", "--variants", "mxtasking", "--disturb-core", str(cpu)]
+        common = ["-n", keys, "-m", keys, "-w", "2", "-r", "1", "--variants", "mxtasking", "--disturb-core", str(cpu),
+                  "--split", "static"]
         on = ctx.run(driver, common, f"blinktree_disturbed_on_{round_index}.csv", timeout=600)
         off = ctx.run(driver, common + ["--no-steal"], f"blinktree_disturbed_off_{round_index}.csv", timeout=600)
         if on:
@@ -562,7 +566,8 @@ def blinktree_disturbed(ctx, driver, target):
             if with_steal and without:
                 ratios.append(with_steal / without)
     target.value = median_or_none(ratios)
-    target.note = (f"YCSB C, mxtasking, 2 workers, {keys} keys and operations, busy process on CPU {cpu}; median "
+    target.note = (f"YCSB C, mxtasking, 2 workers, {keys} keys and operations, a fixed share per worker "
+                   f"(--split static), busy process on CPU {cpu}; median "
                    f"of {len(ratios)} rounds (one process each way per round)") if ratios else "no YCSB C figures"
     return aggregate(row_lists)
 

@@ -255,6 +255,12 @@ int main(int argc, char **argv) {
         ->check(CLI::Range(1U, 1000U));
     app.add_option("--batch", options.variant.batch, "Requests handed out per batch")
         ->check(CLI::Range(1U, 1U << 20U));
+    app.add_option("--split", options.variant.static_split,
+                   "mxtasking: how the feeders share the requests: shared (batches claimed from one cursor, "
+                   "which balances by itself) or static (each worker a fixed contiguous share, as with "
+                   "partitioned data: only stealing balances)")
+        ->transform(
+            CLI::CheckedTransformer(std::map<std::string, bool>{{"shared", false}, {"static", true}}));
     app.add_option("--task-buffer", options.variant.task_buffer,
                    "mxtasking: tasks a worker takes from its pool per round")
         ->check(CLI::Range(1U, 4096U));

@@ -30,6 +30,7 @@ struct Phase {
     const std::vector<YcsbRequest> *requests;
     std::size_t batch;
     std::vector<WorkerCounters> counters;
+    bool static_split;
     alignas(system::cache_line_size) std::atomic<std::size_t> cursor{0}; // claimed by all batch tasks
 };
 
@@ -43,17 +44,28 @@ void on_result(void *context, const OpResult &result, tasking::TaskContext &task
 
 class BatchTask final : public tasking::Task {
 public:
-    BatchTask(Phase &phase, std::uint16_t worker) noexcept : _phase(&phase) {
+    BatchTask(Phase &phase, std::uint16_t worker, std::uint16_t workers) noexcept
+        : _phase(&phase), _next(phase.requests->size() * worker / workers),
+          _share_end(phase.requests->size() * (worker + 1U) / workers) {
         annotate(worker);
         annotate(tasking::Priority::low);
     }
     tasking::TaskResult execute(tasking::TaskContext &context) noexcept override {
         const auto &requests = *_phase->requests;
-        const std::size_t begin = _phase->cursor.fetch_add(_phase->batch, std::memory_order_relaxed);
-        if (begin >= requests.size()) {
+        std::size_t begin = 0;
+        std::size_t limit = requests.size();
+        if (_phase->static_split) {
+            // The task is pinned to its worker and never runs twice at once: a plain cursor.
+            begin = _next;
+            limit = _share_end;
+            _next = std::min(begin + _phase->batch, limit);
+        } else {
+            begin = _phase->cursor.fetch_add(_phase->batch, std::memory_order_relaxed);
+        }
+        if (begin >= limit) {
             return tasking::TaskResult::remove();
         }
-        const std::size_t end = std::min(begin + _phase->batch, requests.size());
+        const std::size_t end = std::min(begin + _phase->batch, limit);
         const Listener listener{&on_result, _phase};
         for (std::size_t i = begin; i < end; ++i) {
             const YcsbRequest &request = requests[i];
@@ -70,16 +82,23 @@ public:
 
 private:
     Phase *_phase;
+    std::size_t _next;      // static split: the next request of this worker's share
+    std::size_t _share_end; // static split: the end of this worker's share
 };
 
 PhaseResult run_phase(tasking::Runtime &runtime, Tree &tree, const std::vector<YcsbRequest> &requests,
                       const VariantConfig &config) {
-    Phase phase{&tree, &requests, config.batch, std::vector<WorkerCounters>(runtime.worker_count()), {}};
+    Phase phase{&tree,
+                &requests,
+                config.batch,
+                std::vector<WorkerCounters>(runtime.worker_count()),
+                config.static_split,
+                {}};
     runtime.wait();
     PhaseTimer timer;
     timer.start();
     for (std::uint16_t worker = 0; worker < runtime.worker_count(); ++worker) {
-        runtime.spawn(*runtime.new_task<BatchTask>(phase, worker));
+        runtime.spawn(*runtime.new_task<BatchTask>(phase, worker, runtime.worker_count()));
     }
     runtime.wait();
     std::uint64_t found = 0;

@@ -145,6 +145,9 @@ struct VariantConfig {
     bool non_temporal_reads{false};
     std::uint16_t bypass_min_level{index::blinktree::TreeConfig{}.bypass_min_level};
     bool work_stealing{tasking::RuntimeConfig{}.work_stealing};
+    // Static split: worker w's feeder submits the w-th contiguous share of the requests, instead
+    // of all feeders claiming batches from one shared cursor (which balances the load by itself).
+    bool static_split{false};
     std::optional<bool> payload_step{false}; // unset: the tree decides from the measured latency
     std::string trace;                       // mxtasking: write the run's task timeline here ("" = none)
     bool profile{false};                     // mxtasking: print the run's per-task-type profile

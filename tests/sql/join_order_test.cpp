@@ -45,15 +45,6 @@ double cost_out(const db::PlanNode &root) {
     return sum;
 }
 
-/// The table a subtree reads, when it is a scan under projections and filters ("" otherwise).
-std::string table_under(const db::PlanNode &node) {
-    const db::PlanNode *current = &node;
-    while (current->kind == db::PlanKind::project || current->kind == db::PlanKind::filter) {
-        current = current->children[0].get();
-    }
-    return current->kind == db::PlanKind::scan ? current->table->name() : std::string();
-}
-
 /// The tables the join tree's first join (the one joining two scans) reads, in name order.
 std::vector<std::string> first_join(const db::PlanNode &root) {
     for (const auto *join : joins_of(root)) {

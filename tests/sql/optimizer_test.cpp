@@ -30,15 +30,6 @@ std::vector<const db::PlanNode *> nodes(const db::PlanNode &root, db::PlanKind k
     return out;
 }
 
-/// The table a subtree reads, when it is a scan under projections and filters ("" otherwise).
-std::string table_under(const db::PlanNode &node) {
-    const db::PlanNode *current = &node;
-    while (current->kind == db::PlanKind::project || current->kind == db::PlanKind::filter) {
-        current = current->children[0].get();
-    }
-    return current->kind == db::PlanKind::scan ? current->table->name() : std::string();
-}
-
 const db::PlanNode &scan_of(const db::PlanNode &root, const std::string &table) {
     for (const auto *scan : nodes(root, db::PlanKind::scan)) {
         if (scan->table->name() == table) {

@@ -40,6 +40,15 @@ inline std::string values_list(int rows, const std::function<std::string(int)> &
 }
 
 /// The rows of a result as "a|b|c" strings (Value::to_string per cell).
+/// The table a plan subtree reads, when it is a scan under projections and filters ("" otherwise).
+inline std::string table_under(const db::PlanNode &node) {
+    const db::PlanNode *current = &node;
+    while (current->kind == db::PlanKind::project || current->kind == db::PlanKind::filter) {
+        current = current->children[0].get();
+    }
+    return current->kind == db::PlanKind::scan ? current->table->name() : std::string();
+}
+
 inline std::vector<std::string> rows_of(const db::QueryResult &result) {
     std::vector<std::string> rows;
     for (const auto &row : result.rows) {

@@ -34,7 +34,16 @@ using mx::tasking::TaskResult;
 using mx::test::PaddedCounter;
 using mx::test::scaled;
 
-class StealingTest : public mx::test::RuntimeFixture {};
+class StealingTest : public mx::test::RuntimeFixture {
+protected:
+    /// Restarts the runtime of this shape with stealing off and the given balancing interval.
+    void restart_without_stealing(std::uint32_t balance_us) {
+        RuntimeConfig config = shape_config();
+        config.work_stealing = false;
+        config.domain_balance_us = balance_us;
+        start_runtime(config);
+    }
+};
 
 Annotation on_worker(std::uint16_t worker) { return Annotation{.target_worker = worker}; }
 
@@ -399,10 +408,7 @@ TEST_P(StealingTest, BalancingMovesDomainsOffAWorkerThatDrainsMostTasks) {
     if (workers() == 1) {
         GTEST_SKIP() << "nobody to balance with";
     }
-    RuntimeConfig config = shape_config();
-    config.work_stealing = false;
-    config.domain_balance_us = 200;
-    start_runtime(config);
+    restart_without_stealing(200);
     EXPECT_GT(run_skewed_domain_load(runtime(), true), 0U) << "no domain moved off the overloaded worker";
     EXPECT_EQ(total(runtime().statistics(), &mx::tasking::WorkerStatistics::stolen_domains), 0U);
 }
@@ -411,10 +417,7 @@ TEST_P(StealingTest, WithoutBalancingDomainsStayWithTheirOwner) {
     if (workers() == 1) {
         GTEST_SKIP() << "nobody to balance with";
     }
-    RuntimeConfig config = shape_config();
-    config.work_stealing = false;
-    config.domain_balance_us = 0;
-    start_runtime(config);
+    restart_without_stealing(0);
     EXPECT_EQ(run_skewed_domain_load(runtime(), false), 0U);
 }
 

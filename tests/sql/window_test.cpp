@@ -24,6 +24,32 @@ mx::tasking::RuntimeConfig two_workers() {
 }
 
 /// t(a, p) with a = 0 .. rows-1 and p = a % partitions, inserted from a ten-row table.
+/// Runs `query` on a thread and, after `wait`, cancels it every `every` until it ends. Returns the
+/// query's error, if any, and the seconds from the first cancel to the end.
+std::pair<std::optional<std::string>, double> cancel_while_running(mx::sql::Database &database,
+                                                                   const std::string &query,
+                                                                   std::chrono::milliseconds wait,
+                                                                   std::chrono::milliseconds every) {
+    std::atomic<bool> done{false};
+    std::optional<std::string> error;
+    std::thread runner{[&] {
+        try {
+            database.execute(query);
+        } catch (const mx::sql::SqlError &e) {
+            error = e.message();
+        }
+        done.store(true);
+    }};
+    std::this_thread::sleep_for(wait);
+    const auto cancelled_at = std::chrono::steady_clock::now();
+    while (!done.load()) {
+        database.cancel("stopped by the test");
+        std::this_thread::sleep_for(every);
+    }
+    runner.join();
+    return {error, std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelled_at).count()};
+}
+
 void make_table(mx::sql::Database &database, int digits, int partitions) {
     database.execute("CREATE TABLE d (x INTEGER)");
     database.execute("INSERT INTO d VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9)");
@@ -79,25 +105,8 @@ TEST(SqlWindow, CancelStopsALongFrameEvaluation) {
     // not start at the partition's start: added frame by frame, billions of additions.
     const std::string query = "SELECT max(m) FROM (SELECT sum(a::DOUBLE) OVER (ORDER BY a ROWS BETWEEN 50000 "
                               "FOLLOWING AND 150000 FOLLOWING) AS m FROM t) s";
-    std::atomic<bool> done{false};
-    std::optional<std::string> error;
-    std::thread runner{[&] {
-        try {
-            database.execute(query);
-        } catch (const mx::sql::SqlError &e) {
-            error = e.message();
-        }
-        done.store(true);
-    }};
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const auto cancelled_at = std::chrono::steady_clock::now();
-    while (!done.load()) {
-        database.cancel("stopped by the test");
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    runner.join();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelled_at).count();
+    const auto [error, seconds] =
+        cancel_while_running(database, query, std::chrono::milliseconds(300), std::chrono::milliseconds(10));
     ASSERT_TRUE(error.has_value()) << "the query finished before the cancel";
     EXPECT_NE(error->find("stopped by the test"), std::string::npos) << *error;
     EXPECT_LT(seconds, 5.0) << "cancel waited for the frame evaluation to end";
@@ -211,22 +220,9 @@ TEST(SqlWindow, ParallelRangesStopWhenCancelled) {
     const std::string query =
         "SELECT max(m) FROM (SELECT sum(v) OVER (ORDER BY k ROWS BETWEEN 4000 PRECEDING AND "
         "4000 FOLLOWING) AS m FROM w, (SELECT 1 UNION ALL SELECT 2) x) s";
-    std::atomic<bool> done{false};
-    std::optional<std::string> error;
-    std::thread runner{[&] {
-        try {
-            database.execute(query);
-        } catch (const mx::sql::SqlError &e) {
-            error = e.message();
-        }
-        done.store(true);
-    }};
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    while (!done.load()) {
-        database.cancel("stopped by the test");
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    runner.join();
+    const auto error =
+        cancel_while_running(database, query, std::chrono::milliseconds(100), std::chrono::milliseconds(5))
+            .first;
     if (error.has_value()) {
         EXPECT_NE(error->find("stopped by the test"), std::string::npos) << *error;
     }

@@ -678,10 +678,11 @@ private:
         }
     }
 
-    /// Emits the part's rows in sorted order with the functions' results, in batches.
-    void emit_rows(FlowContext &context, const std::vector<ColumnData> &data,
-                   const std::vector<std::uint32_t> &order, const std::vector<Results> &results) noexcept {
-        const std::size_t n = order.size();
+    /// Emits `n` rows with the functions' results, in batches; `cell_of(c, i)` says where row i's
+    /// value of input column c lives (its column and row there).
+    template <class CellOf>
+    void emit_in_batches(FlowContext &context, std::size_t n, const std::vector<Results> &results,
+                         CellOf &&cell_of) noexcept {
         for (std::size_t first = 0; first < n; first += _batch_rows) {
             if (context.cancelled()) {
                 return;
@@ -691,19 +692,26 @@ private:
             batch->rows = rows;
             for (std::size_t c = 0; c < _types.size(); ++c) {
                 Vector &vector = batch->columns.emplace_back(_types[c], rows);
-                const ColumnData &column = data[c];
                 for (std::uint32_t r = 0; r < rows; ++r) {
-                    const std::uint32_t row = order[first + r];
-                    if (column.is_null(row)) {
+                    const auto [column, row] = cell_of(c, first + r);
+                    if (column->is_null(row)) {
                         vector.set_null(r);
                     } else {
-                        put_cell(vector, r, column.cell(row));
+                        put_cell(vector, r, column->cell(row));
                     }
                 }
             }
             append_results(*batch, results, first, rows);
             emit(context, std::move(batch));
         }
+    }
+
+    /// Emits the part's rows in sorted order with the functions' results.
+    void emit_rows(FlowContext &context, const std::vector<ColumnData> &data,
+                   const std::vector<std::uint32_t> &order, const std::vector<Results> &results) noexcept {
+        emit_in_batches(context, order.size(), results, [&](std::size_t c, std::size_t i) {
+            return std::pair{&data[c], order[i]};
+        });
     }
 
     // ---- Parallel evaluation without PARTITION BY (see the top of the file) ----
@@ -1238,32 +1246,13 @@ private:
         return true;
     }
 
-    /// Emits a range's rows (from the workers' buffers) with the functions' results, in batches.
+    /// Emits a range's rows (from the workers' buffers) with the functions' results.
     void emit_refs(FlowContext &context, const std::vector<std::vector<ColumnData>> &sources,
                    const std::vector<Ref> &rows_in_order, const std::vector<Results> &results) noexcept {
-        const std::size_t n = rows_in_order.size();
-        for (std::size_t first = 0; first < n; first += _batch_rows) {
-            if (context.cancelled()) {
-                return;
-            }
-            const auto rows = static_cast<std::uint32_t>(std::min<std::size_t>(_batch_rows, n - first));
-            auto batch = std::make_unique<Batch>();
-            batch->rows = rows;
-            for (std::size_t c = 0; c < _types.size(); ++c) {
-                Vector &vector = batch->columns.emplace_back(_types[c], rows);
-                for (std::uint32_t r = 0; r < rows; ++r) {
-                    const Ref ref = rows_in_order[first + r];
-                    const ColumnData &column = sources[ref.worker][c];
-                    if (column.is_null(ref.row)) {
-                        vector.set_null(r);
-                    } else {
-                        put_cell(vector, r, column.cell(ref.row));
-                    }
-                }
-            }
-            append_results(*batch, results, first, rows);
-            emit(context, std::move(batch));
-        }
+        emit_in_batches(context, rows_in_order.size(), results, [&](std::size_t c, std::size_t i) {
+            const Ref ref = rows_in_order[i];
+            return std::pair{&sources[ref.worker][c], ref.row};
+        });
     }
 
     // Set at construction, read-only during the run.

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -147,6 +148,16 @@ void put_json_string(Sink &out, std::string_view text) {
     out.put("\"");
 }
 
+/// `"ts":...,"dur":...` in microseconds with three decimals, written from whole nanoseconds so
+/// that start plus duration is the end exactly.
+void put_json_interval(Sink &out, const Trace &trace, std::uint64_t start_tsc, std::uint64_t end_tsc) {
+    const std::int64_t start = trace.nanoseconds(start_tsc);
+    const std::int64_t duration = std::max<std::int64_t>(trace.nanoseconds(end_tsc) - start, 0);
+    const auto magnitude = static_cast<std::uint64_t>(start < 0 ? -start : start);
+    out.printf("\"ts\":%s%" PRIu64 ".%03" PRIu64 ",\"dur\":%" PRId64 ".%03" PRId64, start < 0 ? "-" : "",
+               magnitude / 1000, magnitude % 1000, duration / 1000, duration % 1000);
+}
+
 void put_csv_string(Sink &out, std::string_view text) {
     out.put("\"");
     std::size_t begin = 0;
@@ -189,24 +200,23 @@ void write_json(const Trace &trace, Sink &out) {
         out.printf(w == 0 ? "%" PRIu64 : ",%" PRIu64, trace.workers[w].dropped);
     }
     out.put("]},\n\"traceEvents\":[\n");
-    out.put("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"mxtasking\"}}");
+    out.put("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"mxtasking\"}}");
     for (std::size_t w = 0; w < trace.workers.size(); ++w) {
         out.printf(",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"name\":"
                    "\"worker %zu\"}}",
-                   w, w);
+                   trace_first_tid + w, w);
         out.printf(",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"sort_"
                    "index\":%zu}}",
-                   w, w);
+                   trace_first_tid + w, w);
     }
     for (std::size_t w = 0; w < trace.workers.size(); ++w) {
         for (const TraceEvent &event : trace.workers[w].events) {
             out.put(",\n{\"name\":");
             put_json_string(out, names(event));
-            const double start = trace.microseconds(event.start);
-            const double duration = trace.microseconds(event.end) - start;
-            out.printf(
-                ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{",
-                kind_name(event.kind), w, start, duration);
+            out.printf(",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%zu,", kind_name(event.kind),
+                       trace_first_tid + w);
+            put_json_interval(out, trace, event.start, event.end);
+            out.put(",\"args\":{");
             switch (event.kind) {
             case TraceEventKind::task:
                 out.printf("\"tasks\":%u,\"resource\":\"0x%" PRIx64
@@ -240,7 +250,7 @@ void write_json(const Trace &trace, Sink &out) {
     // Spans on tracks of their own ("pipelines"): a track holds spans that do not overlap, so
     // viewers draw each as a slice (overlapping slices on one track would have to nest).
     const std::vector<std::size_t> lanes = span_lanes(trace.spans);
-    const std::size_t first_tid = trace.workers.size();
+    const std::size_t first_tid = trace_first_tid + trace.workers.size();
     const std::size_t lane_count = lanes.empty() ? 0 : *std::max_element(lanes.begin(), lanes.end()) + 1;
     for (std::size_t lane = 0; lane < lane_count; ++lane) {
         out.printf(",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"name\":"
@@ -249,16 +259,15 @@ void write_json(const Trace &trace, Sink &out) {
                    lane == 0 ? "pipelines" : ("pipelines " + std::to_string(lane + 1)).c_str());
         out.printf(",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%zu,\"args\":{\"sort_"
                    "index\":%zu}}",
-                   first_tid + lane, first_tid + lane);
+                   first_tid + lane, trace.workers.size() + lane);
     }
     for (std::size_t i = 0; i < trace.spans.size(); ++i) {
         const TraceEvent &span = trace.spans[i];
         out.put(",\n{\"name\":");
         put_json_string(out, names(span));
-        const double start = trace.microseconds(span.start);
-        out.printf(
-            ",\"cat\":\"span\",\"ph\":\"X\",\"pid\":1,\"tid\":%zu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{}}",
-            first_tid + lanes[i], start, trace.microseconds(span.end) - start);
+        out.printf(",\"cat\":\"span\",\"ph\":\"X\",\"pid\":1,\"tid\":%zu,", first_tid + lanes[i]);
+        put_json_interval(out, trace, span.start, span.end);
+        out.put(",\"args\":{}}");
     }
     out.put("\n]}\n");
 }
@@ -336,6 +345,11 @@ double Trace::microseconds(std::uint64_t tsc) const noexcept {
     // Signed: an interval that began just before the origin (on another core's counter) stays
     // in place instead of wrapping around.
     return static_cast<double>(static_cast<std::int64_t>(tsc - origin_tsc)) / cycles_per_us;
+}
+
+std::int64_t Trace::nanoseconds(std::uint64_t tsc) const noexcept {
+    return std::llround(static_cast<double>(static_cast<std::int64_t>(tsc - origin_tsc)) * 1000.0 /
+                        cycles_per_us);
 }
 
 std::vector<TaskProfile> Trace::profile() const {

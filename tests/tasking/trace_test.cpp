@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -336,6 +337,42 @@ void expect_well_formed(const Trace &trace) {
     }
 }
 
+/// The JSON's slices as a viewer reads them (microseconds to whole nanoseconds): on each track
+/// a slice either starts at or after the end of the one around it or ends inside it. A slice that
+/// ends a nanosecond late is dropped by ui.perfetto.dev as an overlapping event.
+void expect_json_slices_nest(const Json &document) {
+    struct Slice {
+        std::int64_t start;
+        std::int64_t end;
+        std::string name;
+    };
+    std::map<double, std::vector<Slice>> tracks;
+    for (const Json &event : document.at("traceEvents").array) {
+        if (event.at("ph").string == "X") {
+            const std::int64_t start = std::llround(event.at("ts").number * 1000.0);
+            tracks[event.at("tid").number].push_back(
+                Slice{start, start + std::llround(event.at("dur").number * 1000.0), event.at("name").string});
+        }
+    }
+    for (auto &[tid, slices] : tracks) {
+        std::sort(slices.begin(), slices.end(), [](const Slice &a, const Slice &b) {
+            return a.start != b.start ? a.start < b.start : a.end > b.end;
+        });
+        std::vector<const Slice *> open;
+        for (const Slice &slice : slices) {
+            while (!open.empty() && open.back()->end <= slice.start) {
+                open.pop_back();
+            }
+            if (!open.empty()) {
+                EXPECT_LE(slice.end, open.back()->end)
+                    << "track " << tid << ": " << slice.name << " overlaps " << open.back()->name
+                    << " without nesting";
+            }
+            open.push_back(&slice);
+        }
+    }
+}
+
 /// Tasks of this name the worker's events hold (an event may stand for a run of equal tasks).
 std::uint64_t count_named(const Trace &trace, std::size_t worker, const std::string &name) {
     std::uint64_t tasks = 0;
@@ -485,6 +522,10 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
     const std::uint32_t leaves = scaled(500);
     for (std::uint32_t i = 0; i < leaves; ++i) {
         runtime().spawn(*runtime().new_task<LeafTask>(_leaves_ran));
+        if (i % 50 == 0) {
+            // Slices of another type that meet the leaves' slices end to end.
+            runtime().spawn(*runtime().new_task<ChainTask>(3U, _chain_ran));
+        }
     }
     runtime().wait();
     const std::optional<Trace> trace = runtime().stop_trace();
@@ -503,10 +544,15 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
     for (const Json &event : events->array) {
         ASSERT_EQ(event.type, Json::Type::object);
         const Json *phase = event.get("ph");
+        ASSERT_TRUE(phase != nullptr && event.get("name") != nullptr);
+        if (event.at("name").string == "process_name") {
+            continue;
+        }
         const Json *tid = event.get("tid");
-        ASSERT_TRUE(phase != nullptr && tid != nullptr && event.get("name") != nullptr);
-        ASSERT_LT(tid->number, workers());
-        const auto track = static_cast<std::size_t>(tid->number);
+        ASSERT_NE(tid, nullptr);
+        ASSERT_GE(tid->number, mx::tasking::trace_first_tid) << "tid 0 is dropped by viewers";
+        ASSERT_LT(tid->number, mx::tasking::trace_first_tid + workers());
+        const auto track = static_cast<std::size_t>(tid->number) - mx::tasking::trace_first_tid;
         if (phase->string == "M" && event.at("name").string == "thread_name") {
             named[track] = true;
             EXPECT_EQ(event.at("args").at("name").string, "worker " + std::to_string(track));
@@ -525,6 +571,7 @@ TEST_P(TraceTest, JsonParsesWithOneTrackPerWorkerAndCsvHasItsColumns) {
         }
     }
     EXPECT_EQ(slices, trace->events());
+    expect_json_slices_nest(*document);
     for (std::size_t w = 0; w < workers(); ++w) {
         EXPECT_TRUE(named[w]) << "no track name for worker " << w;
         EXPECT_EQ(leaves_per_track[w], _leaves_ran[w].value.load()) << "worker " << w;
@@ -884,10 +931,11 @@ TEST_P(TraceTest, SpansGoOnTheirOwnTrack) {
     }
     ASSERT_EQ(track_of.size(), 3U);
     for (const auto &[name, tid] : track_of) {
-        EXPECT_GE(tid, static_cast<double>(workers())) << name;
+        EXPECT_GE(tid, static_cast<double>(mx::tasking::trace_first_tid + workers())) << name;
         EXPECT_EQ(track_names[tid].rfind("pipelines", 0), 0U) << name << " on " << track_names[tid];
     }
     EXPECT_NE(track_of["outside span"], track_of["overlapping span"]);
+    expect_json_slices_nest(*document);
 }
 
 TEST_P(TraceTest, UnwritablePathIsAnErrorAndTheRuntimeGoesOn) {

@@ -113,6 +113,11 @@ struct TaskProfile {
     }
 };
 
+/// Thread id of the first track in the JSON: worker w is `trace_first_tid + w`, the span tracks
+/// ("pipelines") follow the workers. Not 0 (viewers drop tid 0, the idle task in Linux) and not
+/// the process id 1 (viewers mark that track as the main thread).
+inline constexpr std::uint32_t trace_first_tid = 1000;
+
 /// A recorded trace, handed out by Runtime::stop_trace().
 class Trace {
 public:
@@ -133,6 +138,10 @@ public:
     [[nodiscard]] std::string name(const TraceEvent &event) const;
     /// Microseconds from origin_tsc.
     [[nodiscard]] double microseconds(std::uint64_t tsc) const noexcept;
+    /// Whole nanoseconds from origin_tsc: the JSON writes each slice's start and end from these,
+    /// so slices that meet on the counter meet exactly in the file (a viewer drops a slice that
+    /// ends a nanosecond after the one around it).
+    [[nodiscard]] std::int64_t nanoseconds(std::uint64_t tsc) const noexcept;
     /// Writes Chrome Trace Event JSON, or CSV when `path` ends in ".csv". An unwritable path is
     /// an error in the result, never an exception.
     [[nodiscard]] TraceWriteResult write(const std::string &path) const;

@@ -77,7 +77,7 @@ void Worker::run() noexcept {
             } else {
                 run_buffer_static<true>();
             }
-            _trace.close(system::cycles());
+            _trace.close(system::cycles(), _shared.optimistic_retries.load(std::memory_order_relaxed));
             _trace.stolen_until = 0;
             release_domains();
             continue;
@@ -135,19 +135,21 @@ void Worker::sync_trace() noexcept {
                                       (current->squad() != nullptr ? trace_squad : 0U) | queued);
         // Without queue times, one time stamp per run of equal tasks: it ends the previous run
         // and starts this one (reading the counter costs more than a tiny task: about 13 ns on
-        // this VM). With them, the read for the queue time serves here, too.
-        if (open.count == 0 || !_trace.merge || open.what != what || open.resource != address ||
-            open.flags != event_flags || open.count == max_traced_run) [[unlikely]] {
+        // this VM). With them, the read for the queue time serves here, too. No open run has a
+        // null `what`, and `run_limit` is 1 without merging: both fail the first compare.
+        if (open.what != what || open.resource != address || open.flags != event_flags ||
+            open.count == _trace.run_limit) [[unlikely]] {
             if (now == 0) {
                 now = system::cycles();
             }
-            if (open.count != 0) {
-                open.end = now;
-                _trace.record_task(open);
-            }
+            // Only this worker bumps its retry count (optimistic reads that failed validation):
+            // a relaxed load sees its own last bump, and the line is this worker's anyway.
+            const std::uint64_t retries = _shared.optimistic_retries.load(std::memory_order_relaxed);
+            _trace.end_run(open, now, retries);
             open = TraceEvent{.start = now,
                               .what = what,
                               .resource = address,
+                              .retries = static_cast<std::uint32_t>(retries),
                               .other = resource ? static_cast<std::uint16_t>(primitive_of(resource))
                                                 : std::uint16_t{0},
                               .kind = TraceEventKind::task,
@@ -156,12 +158,7 @@ void Worker::sync_trace() noexcept {
         ++open.count;
         open.queue_cycles += queue;
         open.prefetch_distance += distance;
-        // Only this worker bumps its retry count (optimistic reads that failed validation): a
-        // relaxed load sees its own last bump, and the line is this worker's anyway.
-        const std::uint64_t retries = _shared.optimistic_retries.load(std::memory_order_relaxed);
         current = execute_one(*current);
-        open.retries +=
-            static_cast<std::uint32_t>(_shared.optimistic_retries.load(std::memory_order_relaxed) - retries);
         flags = trace_bypassed;
         distance = 0; // a bypass successor is not prefetched
     }

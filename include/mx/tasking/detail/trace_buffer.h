@@ -20,22 +20,33 @@ struct TraceBuffer {
     std::uint64_t dropped{0};
     /// The first `stolen_until` slots of the current task buffer came from a steal.
     std::uint32_t stolen_until{0};
-    /// The run of equal tasks being recorded (count 0: none): consecutive tasks with the same
-    /// name, resource and flags share one event while `merge` is on.
+    /// The run of equal tasks being recorded (count 0 and `what` nullptr: none): consecutive
+    /// tasks with the same name, resource and flags share one event while `merge` is on. While
+    /// the run is open, its `retries` holds the worker's retry counter at its start (truncated);
+    /// closing it turns that into the retries of its tasks, so the tasks in between read nothing.
     TraceEvent open{};
     bool merge{true};
+    /// Tasks per event at most: 1 without `merge` (every task its own event), so the per-task
+    /// test needs no separate look at `merge`.
+    std::uint32_t run_limit{1};
     bool queue_times{false}; // TraceConfig::queue_times
     /// The counter at start_trace: a spawn stamp before it is stale (from an earlier trace).
     std::uint64_t origin{0};
     /// Spans in `storage` that end with the task event being recorded (trace_until_task_end).
     std::vector<std::uint32_t> pending_spans;
 
-    /// Ends the open run at `now`.
-    void close(std::uint64_t now) noexcept {
-        if (open.count != 0) {
-            open.end = now;
-            record_task(open);
-            open.count = 0;
+    /// Ends the open run at `now`; `retries` is the worker's retry counter now.
+    void close(std::uint64_t now, std::uint64_t retries) noexcept { end_run(open, now, retries); }
+
+    /// Records `run` (a copy of `open` held in a register-friendly local) if it holds tasks and
+    /// leaves it empty.
+    void end_run(TraceEvent &run, std::uint64_t now, std::uint64_t retries) noexcept {
+        if (run.count != 0) {
+            run.end = now;
+            run.retries = static_cast<std::uint32_t>(retries) - run.retries;
+            record_task(run);
+            run.count = 0;
+            run.what = nullptr;
         }
     }
 

@@ -539,6 +539,10 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
     return true;
 }
 
+/// Rows ahead whose group index slot is prefetched: enough to cover a DRAM miss with the
+/// lookups of the rows in between (about 20 ns each when they hit).
+constexpr std::uint32_t group_prefetch_distance = 16;
+
 class AggregateNode final : public BatchNode {
 public:
     AggregateNode(const PlanNode &plan, std::uint32_t batch_rows)
@@ -635,9 +639,26 @@ public:
             state.hashes.resize(count);
             KeyLayout::hash_rows(state.key_data.data(), static_cast<std::uint32_t>(_groups.size()), *batch,
                                  count, state.hashes.data());
+            // The index slots of the rows `group_prefetch_distance` ahead are loaded while these
+            // rows look theirs up; with many groups each lookup is a cache miss.
+            const std::uint64_t *hashes = state.hashes.data();
+            for (std::uint32_t i = 0; i < std::min(count, group_prefetch_distance); ++i) {
+                state.groups[partition_of(hashes[i])].prefetch(hashes[i]);
+            }
             for (std::uint32_t i = 0; i < count; ++i) {
+                if (i + group_prefetch_distance < count) {
+                    const std::uint64_t ahead = hashes[i + group_prefetch_distance];
+                    state.groups[partition_of(ahead)].prefetch(ahead);
+                }
                 const std::uint32_t row = batch->row(i);
-                RowTable &table = state.groups[partition_of(state.hashes[i])];
+                // Rows of one group often come together (lineitem by order): the previous row's
+                // group is checked first, without a lookup.
+                if (i > 0 && hashes[i] == hashes[i - 1] &&
+                    _key.equals(RowTable::key_of(state.rows[i - 1]), state.key_data.data(), row)) {
+                    state.rows[i] = state.rows[i - 1];
+                    continue;
+                }
+                RowTable &table = state.groups[partition_of(hashes[i])];
                 state.rows[i] =
                     table
                         .find_or_insert(

@@ -1417,7 +1417,9 @@ void Optimizer::estimate(LogicalNode &node) {
             break;
         case db::JoinKind::right_semi:
         case db::JoinKind::right_anti:
-            MX_ASSERT(false, "logical plans have semi and anti joins; the physical planner swaps them");
+        case db::JoinKind::right_outer:
+            MX_ASSERT(false,
+                      "logical plans have semi, anti and left outer joins; the physical planner swaps them");
             break;
         }
         cap_distinct(node.output, node.rows);

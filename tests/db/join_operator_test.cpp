@@ -740,7 +740,8 @@ TEST_P(HashJoinTest, JoinOfJoinsWithExpressionKeys) {
 TEST_P(HashJoinTest, RightOuterEqualsLeftOuterWithSidesSwapped) {
     // A LEFT OUTER JOIN B and B RIGHT OUTER JOIN A (A hashed) are the same rows, columns
     // reordered: duplicates, NULL keys and unmatched rows on both sides, with and without a
-    // residual, empty sides.
+    // residual, empty sides, and unique A keys (a foreign-key join such as TPC-H Q13's: every B
+    // row meets at most one A row, the probe's selection mode).
     const std::uint64_t seed = test::test_seed();
     const auto draw = [](std::mt19937_64 &r) { return static_cast<std::int64_t>(r() % 400) - 50; };
     struct Shape {
@@ -748,15 +749,23 @@ TEST_P(HashJoinTest, RightOuterEqualsLeftOuterWithSidesSwapped) {
         std::size_t a_rows;
         std::size_t b_rows;
         bool residual;
+        bool unique_a;
     };
-    const Shape shapes[] = {{"duplicates", 700, 1800, false},
-                            {"residual", 900, 1500, true},
-                            {"empty a", 0, 1200, false},
-                            {"empty b", 800, 0, true},
-                            {"small b", 1500, 40, true}};
+    const Shape shapes[] = {
+        {"duplicates", 700, 1800, false, false},      {"residual", 900, 1500, true, false},
+        {"empty a", 0, 1200, false, false},           {"empty b", 800, 0, true, false},
+        {"small b", 1500, 40, true, false},           {"unique a", 300, 2000, false, true},
+        {"unique a, residual", 300, 2000, true, true}};
     for (const Shape &shape : shapes) {
         // A: (pk, ps, pv), B: (bk, bs, bw, bt); random_case's NULL keys come every 8 rows.
-        const JoinCase c = random_case(seed, shape.a_rows, shape.b_rows, draw, 8);
+        JoinCase c = random_case(seed, shape.a_rows, shape.b_rows, draw, 8);
+        if (shape.unique_a) {
+            for (std::size_t i = 0; i < c.probe.size(); ++i) {
+                if (!c.probe[i][0].null) {
+                    c.probe[i][0] = Value::bigint(static_cast<std::int64_t>(i) - 50);
+                }
+            }
+        }
         const auto a_table = make_table("a", c.probe_columns, c.probe);
         const auto b_table = make_table("b", c.build_columns, c.build);
         // A.pv < B.bw: over A ++ B for the left outer join, over B ++ A for the right outer one.

@@ -81,6 +81,7 @@ struct Options {
     bool pin{true};
     bool magic_sets{true};
     bool right_semi_joins{true};
+    bool right_outer_joins{true};
     mx::sql::JoinOrder join_order{mx::sql::JoinOrder::dynamic_programming};
     std::string trace;           // --trace: record the timed runs, write the last one here
     bool trace_alternate{false}; // --trace-alternate: only every second timed run is recorded
@@ -587,6 +588,7 @@ int run(const Options &options, const std::string &command) {
     database_options.execution.morsel_rows = options.morsel_rows;
     database_options.optimizer.magic_sets = options.magic_sets;
     database_options.optimizer.right_semi_joins = options.right_semi_joins;
+    database_options.optimizer.right_outer_joins = options.right_outer_joins;
     database_options.optimizer.join_order = options.join_order;
     mx::sql::Database db(runtime, database_options);
 
@@ -679,6 +681,9 @@ int main(int argc, char **argv) {
     app.add_flag("!--no-right-semi-joins", options.right_semi_joins,
                  "switch the optimizer's right semi/anti joins off (semi and anti joins always hash the "
                  "subquery side)");
+    app.add_flag("!--no-right-outer-joins", options.right_outer_joins,
+                 "switch the optimizer's right outer joins off (left outer joins always hash the "
+                 "nullable side)");
     app.add_option("--join-order", options.join_order,
                    "join ordering: dp (dynamic programming, the default) or greedy (smallest join first)")
         ->transform(CLI::CheckedTransformer(std::map<std::string, mx::sql::JoinOrder>{

@@ -180,14 +180,15 @@ PlanPtr hash_join(PlanPtr probe, PlanPtr build, JoinKind kind, std::vector<ExprP
     node->kind = PlanKind::hash_join;
     node->join_kind = kind;
     node->output = outputs_build_only(kind) ? build->output : probe->output;
-    if (kind == JoinKind::full_outer) {
+    if (kind == JoinKind::full_outer || kind == JoinKind::right_outer) {
         for (OutputColumn &column : node->output) {
             column.nullable = true;
         }
     }
-    if (kind == JoinKind::inner || kind == JoinKind::left_outer || kind == JoinKind::full_outer) {
+    if (kind == JoinKind::inner || kind == JoinKind::left_outer || kind == JoinKind::full_outer ||
+        kind == JoinKind::right_outer) {
         for (OutputColumn column : build->output) {
-            column.nullable = column.nullable || kind != JoinKind::inner;
+            column.nullable = column.nullable || kind == JoinKind::left_outer || kind == JoinKind::full_outer;
             node->output.push_back(std::move(column));
         }
     }
@@ -551,6 +552,8 @@ const char *join_kind_name(JoinKind kind) noexcept {
         return "right semi";
     case JoinKind::right_anti:
         return "right anti";
+    case JoinKind::right_outer:
+        return "right outer";
     }
     return "?";
 }

@@ -124,8 +124,8 @@ struct LogicalNode {
     /// mark join: the BOOLEAN column it appends (output = the left's columns, then this).
     ColumnId mark{0};
     bool bloom_filter{true};
-    /// semi/anti: hash children[0] and probe with children[1] (db::JoinKind::right_semi or
-    /// right_anti); the output is still children[0]'s rows. Chosen by the optimizer.
+    /// semi/anti/left outer: hash children[0] and probe with children[1] (db::JoinKind::right_semi,
+    /// right_anti or right_outer); the output is still the logical join's. Chosen by the optimizer.
     bool build_left{false};
     /// A semi join the optimizer's magic sets added (its right side copies another input).
     bool magic_set{false};

@@ -1417,7 +1417,9 @@ void Optimizer::estimate(LogicalNode &node) {
             break;
         case db::JoinKind::right_semi:
         case db::JoinKind::right_anti:
-            MX_ASSERT(false, "logical plans have semi and anti joins; the physical planner swaps them");
+        case db::JoinKind::right_outer:
+            MX_ASSERT(false,
+                      "logical plans have semi, anti and left outer joins; the physical planner swaps them");
             break;
         }
         cap_distinct(node.output, node.rows);
@@ -1508,6 +1510,18 @@ void Optimizer::decide(LogicalNode &node) {
         if (node.build_left) {
             node.strategy = db::JoinStrategy::non_partitioned;
             node.bloom_filter = true;
+        }
+        // Likewise a left outer join with a preserved side well under its nullable side hashes
+        // the preserved rows (a right outer join, TPC-H Q13: 150 k customers against 1.5 M
+        // orders), marks those the nullable rows meet and emits the others NULL-padded. The
+        // nullable rows pass a Bloom filter when most of them are estimated to miss (the join's
+        // rows bound the nullable rows with a partner from above).
+        if (_options.right_outer_joins && !node.left_keys.empty() &&
+            node.join_kind == db::JoinKind::left_outer && probe * right_join_build_ratio < build &&
+            !has_magic_set(*node.children[1])) {
+            node.build_left = true;
+            node.strategy = db::JoinStrategy::non_partitioned;
+            node.bloom_filter = node.rows < build * 0.5;
         }
     } else if (node.kind == LogicalKind::get) {
         const double rows = static_cast<double>(node.table->row_count());

@@ -24,7 +24,9 @@ public:
     /// whose batches stream through the probe without copies anyway).
     Result build(const LogicalNode &node, const std::set<ColumnId> &required, bool prune = true);
     /// A semi/anti join that hashes its left side (LogicalNode::build_left): a right semi/anti
-    /// hash join probed by the right side, whose output is the left side's columns.
+    /// hash join probed by the right side, whose output is the left side's columns. A left outer
+    /// join that does: a right outer hash join, whose output is the right side's columns, then
+    /// the left side's (the layout tells the parents where each column went).
     Result build_left_join(const LogicalNode &node, const std::set<ColumnId> &required,
                            const std::set<ColumnId> &left_needed, const std::set<ColumnId> &right_needed);
 
@@ -141,11 +143,13 @@ private:
 Planner::Result Planner::build_left_join(const LogicalNode &node, const std::set<ColumnId> &required,
                                          const std::set<ColumnId> &left_needed,
                                          const std::set<ColumnId> &right_needed) {
-    MX_ASSERT(node.join_kind == db::JoinKind::semi || node.join_kind == db::JoinKind::anti,
-              "only semi and anti joins hash their left side");
+    MX_ASSERT(node.join_kind == db::JoinKind::semi || node.join_kind == db::JoinKind::anti ||
+                  node.join_kind == db::JoinKind::left_outer,
+              "only semi, anti and left outer joins hash their left side");
+    const bool outer = node.join_kind == db::JoinKind::left_outer;
     // The left rows are stored in the hash table: only the columns someone reads go in.
     Result left = build(*node.children[0], left_needed);
-    Result right = build(*node.children[1], right_needed);
+    Result right = build(*node.children[1], right_needed, !outer);
     std::vector<db::ExprPtr> probe_keys;
     std::vector<db::ExprPtr> build_keys;
     for (const auto &key : node.right_keys) {
@@ -160,15 +164,17 @@ Planner::Result Planner::build_left_join(const LogicalNode &node, const std::set
     if (residual != nullptr) {
         residual = remap(residual, combined);
     }
-    const db::JoinKind kind =
-        node.join_kind == db::JoinKind::semi ? db::JoinKind::right_semi : db::JoinKind::right_anti;
+    db::JoinKind kind = db::JoinKind::right_outer;
+    if (!outer) {
+        kind = node.join_kind == db::JoinKind::semi ? db::JoinKind::right_semi : db::JoinKind::right_anti;
+    }
     Result result;
     result.plan = db::plan::hash_join(std::move(right.plan), std::move(left.plan), kind,
                                       std::move(probe_keys), std::move(build_keys), std::move(residual));
     result.plan->estimated_rows = node.rows;
     result.plan->join_strategy = node.strategy;
     result.plan->bloom_filter = node.bloom_filter;
-    result.layout = left.layout;
+    result.layout = outer ? std::move(combined) : left.layout;
     return pruned(std::move(result), required, node.rows);
 }
 

@@ -35,9 +35,19 @@ namespace {
 using Row = std::vector<Value>;
 using Rows = std::vector<Row>;
 
-constexpr JoinKind all_kinds[] = {JoinKind::inner,     JoinKind::left_outer, JoinKind::semi,
-                                  JoinKind::anti,      JoinKind::full_outer, JoinKind::right_semi,
-                                  JoinKind::right_anti};
+constexpr JoinKind all_kinds[] = {JoinKind::inner,      JoinKind::left_outer, JoinKind::semi,
+                                  JoinKind::anti,       JoinKind::full_outer, JoinKind::right_semi,
+                                  JoinKind::right_anti, JoinKind::right_outer};
+
+/// The joins whose output pairs probe and build rows (the others output one side's rows).
+bool outputs_pairs(JoinKind kind) {
+    return kind == JoinKind::inner || kind == JoinKind::left_outer || kind == JoinKind::full_outer ||
+           kind == JoinKind::right_outer;
+}
+/// The joins that output each build row without a partner, NULL-padded on the probe side.
+bool pads_build_rows(JoinKind kind) { return kind == JoinKind::full_outer || kind == JoinKind::right_outer; }
+/// The joins that output each probe row without a partner, NULL-padded on the build side.
+bool pads_probe_rows(JoinKind kind) { return kind == JoinKind::left_outer || kind == JoinKind::full_outer; }
 constexpr JoinStrategy all_strategies[] = {JoinStrategy::non_partitioned, JoinStrategy::radix_partitioned,
                                            JoinStrategy::automatic};
 /// (strategy, Bloom filter) pairs every case runs with.
@@ -166,12 +176,12 @@ public:
         }
         for (std::size_t p = 0; p < _probe.size(); ++p) {
             const bool matched = !_matches[p].empty();
-            if (kind == JoinKind::inner || kind == JoinKind::left_outer || kind == JoinKind::full_outer) {
+            if (outputs_pairs(kind)) {
                 const std::string probe_text = row_text(_probe[p]);
                 for (const std::size_t b : _matches[p]) {
                     out.push_back(probe_text + row_text(_build[b]));
                 }
-                if (kind != JoinKind::inner && !matched) {
+                if (pads_probe_rows(kind) && !matched) {
                     Row nulls;
                     for (const Type &type : _build_types) {
                         nulls.push_back(Value::null_of(type));
@@ -182,7 +192,7 @@ public:
                 out.push_back(row_text(_probe[p]));
             }
         }
-        if (kind == JoinKind::full_outer) {
+        if (pads_build_rows(kind)) {
             Row nulls;
             for (const Type &type : _probe_types) {
                 nulls.push_back(Value::null_of(type));
@@ -580,14 +590,14 @@ TEST_P(HashJoinTest, LargeInputsSpanManyBatchesAndPartitions) {
             if (outputs_build_only(kind)) {
                 continue; // below, once every probe key is known
             }
-            if (kind == JoinKind::inner || kind == JoinKind::left_outer || kind == JoinKind::full_outer) {
+            if (outputs_pairs(kind)) {
                 if (matched) {
                     for (const Row *b : it->second) {
                         Row joined = p;
                         joined.insert(joined.end(), b->begin(), b->end());
                         expected.push_back(row_text(joined));
                     }
-                } else if (kind != JoinKind::inner) {
+                } else if (pads_probe_rows(kind)) {
                     expected.push_back(row_text(
                         {p[0], p[1], Value::null_of(Type::bigint()), Value::null_of(Type::bigint())}));
                 }
@@ -602,7 +612,7 @@ TEST_P(HashJoinTest, LargeInputsSpanManyBatchesAndPartitions) {
                 }
             }
         }
-        if (kind == JoinKind::full_outer) {
+        if (pads_build_rows(kind)) {
             for (const Row &b : c.build) {
                 if (probe_keys.count(b[0].i64) == 0) {
                     expected.push_back(row_text(
@@ -724,6 +734,71 @@ TEST_P(HashJoinTest, JoinOfJoinsWithExpressionKeys) {
         options.morsel_rows = 256;
         options.join.strategy = strategy;
         ASSERT_TRUE(same_rows(expected, result_rows(execute(runtime(), *plan, options))));
+    }
+}
+
+TEST_P(HashJoinTest, RightOuterEqualsLeftOuterWithSidesSwapped) {
+    // A LEFT OUTER JOIN B and B RIGHT OUTER JOIN A (A hashed) are the same rows, columns
+    // reordered: duplicates, NULL keys and unmatched rows on both sides, with and without a
+    // residual, empty sides, and unique A keys (a foreign-key join such as TPC-H Q13's: every B
+    // row meets at most one A row, the probe's selection mode).
+    const std::uint64_t seed = test::test_seed();
+    const auto draw = [](std::mt19937_64 &r) { return static_cast<std::int64_t>(r() % 400) - 50; };
+    struct Shape {
+        const char *name;
+        std::size_t a_rows;
+        std::size_t b_rows;
+        bool residual;
+        bool unique_a;
+    };
+    const Shape shapes[] = {
+        {"duplicates", 700, 1800, false, false},      {"residual", 900, 1500, true, false},
+        {"empty a", 0, 1200, false, false},           {"empty b", 800, 0, true, false},
+        {"small b", 1500, 40, true, false},           {"unique a", 300, 2000, false, true},
+        {"unique a, residual", 300, 2000, true, true}};
+    for (const Shape &shape : shapes) {
+        // A: (pk, ps, pv), B: (bk, bs, bw, bt); random_case's NULL keys come every 8 rows.
+        JoinCase c = random_case(seed, shape.a_rows, shape.b_rows, draw, 8);
+        if (shape.unique_a) {
+            for (std::size_t i = 0; i < c.probe.size(); ++i) {
+                if (!c.probe[i][0].null) {
+                    c.probe[i][0] = Value::bigint(static_cast<std::int64_t>(i) - 50);
+                }
+            }
+        }
+        const auto a_table = make_table("a", c.probe_columns, c.probe);
+        const auto b_table = make_table("b", c.build_columns, c.build);
+        // A.pv < B.bw: over A ++ B for the left outer join, over B ++ A for the right outer one.
+        const ExprPtr left_residual =
+            shape.residual ? expr::less(expr::column(2, Type::bigint()), expr::column(5, Type::bigint()))
+                           : nullptr;
+        const ExprPtr right_residual =
+            shape.residual ? expr::less(expr::column(6, Type::bigint()), expr::column(2, Type::bigint()))
+                           : nullptr;
+        for (const auto &[strategy, bloom] : configurations) {
+            SCOPED_TRACE(std::string(shape.name) + " " + strategy_name(strategy) + (bloom ? " bloom" : ""));
+            ExecutionOptions options;
+            options.morsel_rows = 256;
+            options.join.strategy = strategy;
+            options.join.bloom_filter = bloom;
+            const PlanPtr left = plan::hash_join(
+                plan::scan(a_table, {0, 1, 2}), plan::scan(b_table, {0, 1, 2, 3}), JoinKind::left_outer,
+                {expr::column(0, Type::bigint())}, {expr::column(0, Type::bigint())}, left_residual);
+            const PlanPtr right = plan::hash_join(
+                plan::scan(b_table, {0, 1, 2, 3}), plan::scan(a_table, {0, 1, 2}), JoinKind::right_outer,
+                {expr::column(0, Type::bigint())}, {expr::column(0, Type::bigint())}, right_residual);
+            ASSERT_EQ(right->output.size(), 7U);
+            EXPECT_TRUE(right->output[0].nullable) << "the probe side is NULL-padded";
+            const QueryResult left_result = execute(runtime(), *left, options);
+            QueryResult right_result = execute(runtime(), *right, options);
+            for (Row &row : right_result.rows) {
+                std::rotate(row.begin(), row.begin() + 4, row.end()); // B ++ A -> A ++ B
+            }
+            const std::vector<std::string> expected = result_rows(left_result);
+            // Every A row appears at least once, so the comparison cannot pass vacuously.
+            ASSERT_GE(expected.size(), shape.a_rows);
+            ASSERT_TRUE(same_rows(expected, result_rows(right_result)));
+        }
     }
 }
 

@@ -48,6 +48,9 @@ enum class PlanKind : std::uint8_t {
 /// mark: every probe row once, plus a BOOLEAN column (never NULL) that says whether some build
 /// row satisfies keys and residual (EXISTS as a value; the SQL front end derives IN, ANY and ALL
 /// with their NULL semantics from such marks).
+/// right_outer: the inner join's rows plus every build row without a probe row satisfying keys
+/// and residual, with NULLs on the probe side (a left outer join with the sides swapped, so that
+/// the preserved side is the one hashed; output columns: probe, then build, as for every join).
 enum class JoinKind : std::uint8_t {
     inner,
     left_outer,
@@ -56,7 +59,8 @@ enum class JoinKind : std::uint8_t {
     full_outer,
     mark,
     right_semi,
-    right_anti
+    right_anti,
+    right_outer
 };
 
 /// right_semi and right_anti: the output is the build side's.
@@ -181,7 +185,8 @@ struct PlanNode {
     std::vector<ExprPtr> build_keys; // over the build child's output
     /// Optional extra join condition over (probe output ++ build output); for left_outer and
     /// full_outer a probe row without a build row satisfying keys and residual gets NULLs on the
-    /// build side (for full_outer, a build row without such a probe row NULLs on the probe side).
+    /// build side (for full_outer and right_outer, a build row without such a probe row NULLs on
+    /// the probe side).
     ExprPtr residual;
 
     // aggregate: output = group expressions, then aggregates
@@ -234,9 +239,9 @@ namespace plan {
 } // namespace plan
 
 /// Names for plan descriptions (EXPLAIN, operator details): "inner", "left outer", "semi",
-/// "anti", "full outer", "mark"; "count(*)", "count", "sum", "avg", "min", "max", "count_distinct",
-/// "sum_distinct", "avg_distinct", "var_samp", "var_pop", "stddev_samp", "stddev_pop",
-/// "quantile_cont", "string_agg".
+/// "anti", "full outer", "mark", "right semi", "right anti", "right outer"; "count(*)", "count", "sum",
+/// "avg", "min", "max", "count_distinct", "sum_distinct", "avg_distinct", "var_samp", "var_pop",
+/// "stddev_samp", "stddev_pop", "quantile_cont", "string_agg".
 [[nodiscard]] const char *join_kind_name(JoinKind kind) noexcept;
 [[nodiscard]] const char *aggregate_function_name(AggregateFunction function) noexcept;
 /// "row_number", "rank", ..., "count(*)", "sum", ...

@@ -108,6 +108,10 @@ struct OptimizerOptions {
     /// well under its subquery side hashes the outer side and marks the rows the subquery's
     /// rows meet, instead of hashing the larger subquery side.
     bool right_semi_joins{true};
+    /// Right outer joins: a left outer join whose preserved side is estimated at well under its
+    /// nullable side hashes the preserved side, marks the rows the nullable side's rows meet and
+    /// emits the others with NULLs, instead of hashing the larger nullable side.
+    bool right_outer_joins{true};
     /// Join ordering; both orders give the same answers, only plan costs differ.
     JoinOrder join_order{JoinOrder::dynamic_programming};
 };

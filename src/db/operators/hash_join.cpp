@@ -136,8 +136,8 @@ void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::uniqu
             return;
         }
     }
-    // NULL keys never match: such build rows are not in the tables. Only a full outer and a
-    // right anti join output them (unmatched), from a store of their own.
+    // NULL keys never match: such build rows are not in the tables. Only full and right outer
+    // and right anti joins output them (unmatched), from a store of their own.
     std::vector<std::uint32_t> rows;
     std::vector<std::uint32_t> null_rows;
     rows.reserve(live);
@@ -415,7 +415,8 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
         }
     }
     const bool keep_all = spec.kind == JoinKind::inner || spec.kind == JoinKind::left_outer ||
-                          spec.kind == JoinKind::full_outer || outputs_build_only(spec.kind);
+                          spec.kind == JoinKind::full_outer || spec.kind == JoinKind::right_outer ||
+                          outputs_build_only(spec.kind);
     spec.build_slot_of.assign(spec.build_types.size(), -1);
     std::vector<PhysicalType> column_types;
     for (std::uint32_t b = 0; b < spec.build_types.size(); ++b) {

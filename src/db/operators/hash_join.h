@@ -47,11 +47,11 @@ namespace join {
 
 /// Joins whose probe marks the build rows it matched (output after the probe from the marks).
 [[nodiscard]] constexpr bool marks_build_rows(JoinKind kind) noexcept {
-    return kind == JoinKind::full_outer || outputs_build_only(kind);
+    return kind == JoinKind::full_outer || kind == JoinKind::right_outer || outputs_build_only(kind);
 }
 /// Joins that output the build rows with a NULL key (they have no partner).
 [[nodiscard]] constexpr bool outputs_null_key_build_rows(JoinKind kind) noexcept {
-    return kind == JoinKind::full_outer || kind == JoinKind::right_anti;
+    return kind == JoinKind::full_outer || kind == JoinKind::right_outer || kind == JoinKind::right_anti;
 }
 
 /// The hash tables of one run. Laid out by the build node's finalize (one task), filled by the
@@ -204,7 +204,7 @@ private:
     void probe_rows(dataflow::FlowContext &context, const std::vector<const join::Row *> &rows,
                     Scratch &scratch) noexcept;
     /// marks_build_rows(kind), finalize part `part`: the build rows no probe row matched
-    /// (full outer, NULL-padded; right anti) or those one matched (right semi).
+    /// (full and right outer, NULL-padded; right anti) or those one matched (right semi).
     void emit_marked_build(dataflow::FlowContext &context, std::uint32_t part) noexcept;
     void emit_build_rows(dataflow::FlowContext &context, const std::vector<const join::Row *> &rows) noexcept;
 

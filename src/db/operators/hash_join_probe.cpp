@@ -11,10 +11,11 @@
 // Semi and anti joins only narrow the probe batch's selection; a mark join passes the probe batch
 // on whole with one BOOLEAN column appended (matched or not). The residual predicate is filtered
 // on the joined batch; for left outer, full outer, semi, anti and mark joins the rows it keeps
-// mark their probe rows as matched. A full outer join also marks the build rows it matched (a flag in
-// the row, set atomically: probe tasks of all workers share the table), and its finalize parts
-// then scan the build rows in parallel, partitions split among the parts, and emit those never
-// marked with NULLs on the probe side.
+// mark their probe rows as matched. Full and right outer joins also mark the build rows they
+// matched (a flag in the row, set atomically: probe tasks of all workers share the table), and
+// their finalize parts then scan the build rows in parallel, partitions split among the parts,
+// and emit those never marked with NULLs on the probe side. A right outer join outputs matches
+// like an inner join: its probe rows without a match are dropped.
 
 #include <algorithm>
 #include <atomic>
@@ -84,6 +85,12 @@ namespace {
 /// Left and full outer joins keep every probe row.
 bool preserves_probe(JoinKind kind) noexcept {
     return kind == JoinKind::left_outer || kind == JoinKind::full_outer;
+}
+
+/// Inner and right outer joins output the joined rows of the matches and nothing else per probe
+/// row (a right outer join adds its unmatched build rows after the probe).
+bool outputs_matches_only(JoinKind kind) noexcept {
+    return kind == JoinKind::inner || kind == JoinKind::right_outer;
 }
 
 /// The matched flag of a build row (marks_build_rows; probe tasks on any worker set it).
@@ -156,7 +163,7 @@ bool HashJoinProbeNode::prepare_candidates(dataflow::FlowContext &context, const
     s.others.clear();
     // Inner, semi and right joins drop the probe rows without a match: no need to collect them.
     const bool keep_others =
-        spec.kind != JoinKind::inner && spec.kind != JoinKind::semi && !outputs_build_only(spec.kind);
+        !outputs_matches_only(spec.kind) && spec.kind != JoinKind::semi && !outputs_build_only(spec.kind);
     bool nullable = false;
     for (const Vector &key : s.keys) {
         nullable |= key.nulls() != nullptr;
@@ -211,7 +218,7 @@ bool HashJoinProbeNode::prepare_candidates(dataflow::FlowContext &context, const
 void HashJoinProbeNode::emit_without_matches(dataflow::FlowContext &context, std::unique_ptr<Batch> batch,
                                              const std::vector<std::uint32_t> *rows) noexcept {
     const join::JoinSpec &spec = _state->spec;
-    if (spec.kind == JoinKind::inner || spec.kind == JoinKind::semi || outputs_build_only(spec.kind)) {
+    if (outputs_matches_only(spec.kind) || spec.kind == JoinKind::semi || outputs_build_only(spec.kind)) {
         return;
     }
     if (rows != nullptr) {
@@ -310,9 +317,9 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
         return out;
     };
 
-    // Turns the first `count` matches into output (inner, left outer) or into passed marks
-    // (left outer, semi and anti with a residual) or build row marks (full outer, right semi
-    // and anti with a residual). False when the query failed.
+    // Turns the first `count` matches into output (inner, left, full and right outer) and into
+    // passed marks (left outer, semi and anti with a residual) or build row marks (full and
+    // right outer, right semi and anti with a residual). False when the query failed.
     const auto flush = [&](std::uint32_t count) {
         const bool residual_only = marks_only || right;
         std::unique_ptr<Batch> out = gather(count, residual_only);
@@ -438,8 +445,9 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
     // Selection mode when most rows matched; a few matches are gathered instead, so a selective
     // join does not build full-length build columns for a handful of rows.
     const bool most_matched = s.match_row.size() * 4 >= live;
-    if ((spec.kind == JoinKind::inner || preserves_probe(spec.kind)) && !flushed && !multiple &&
-        (most_matched || spec.kind != JoinKind::inner)) {
+    const bool matches_only = outputs_matches_only(spec.kind);
+    if ((matches_only || preserves_probe(spec.kind)) && !flushed && !multiple &&
+        (most_matched || !matches_only)) {
         // Selection mode: the probe columns move over untouched.
         s.entry_of.assign(rows, nullptr);
         for (std::size_t j = 0; j < s.match_row.size(); ++j) {
@@ -453,7 +461,7 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
                 matched.push_back(row);
             }
         }
-        if (spec.kind == JoinKind::inner && matched.empty()) {
+        if (matches_only && matched.empty()) {
             return;
         }
         auto out = std::make_unique<Batch>(std::move(*input));
@@ -467,12 +475,19 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
             }
             out->columns.push_back(std::move(column));
         }
-        if (spec.kind == JoinKind::inner) {
+        if (matches_only) {
             select_rows(*out, matched);
             if (spec.residual) {
                 if (const EvalStatus status = filter(*spec.residual, *out); !status) {
                     context.fail(status.message());
                     return;
+                }
+            }
+            if (spec.kind == JoinKind::right_outer) {
+                // Only the matches the residual kept mark their build rows.
+                const std::uint32_t survivors = out->count();
+                for (std::uint32_t i = 0; i < survivors; ++i) {
+                    mark_matched(s.entry_of[out->row(i)], spec.matched_offset);
                 }
             }
         } else if (spec.residual && !matched.empty()) {
@@ -519,7 +534,7 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
             return;
         }
     }
-    if (spec.kind == JoinKind::inner) {
+    if (matches_only) {
         return;
     }
     if (spec.kind == JoinKind::mark) {
@@ -686,7 +701,8 @@ void HashJoinProbeNode::probe_rows(dataflow::FlowContext &context, const std::ve
 }
 
 // ---------------------------------------------------------------------------------------------
-// Full outer and right semi/anti joins: the build rows by their marks, after every probe task.
+// Full outer, right outer and right semi/anti joins: the build rows by their marks, after every
+// probe task.
 
 void HashJoinProbeNode::emit_marked_build(dataflow::FlowContext &context, std::uint32_t part) noexcept {
     const join::JoinSpec &spec = _state->spec;
@@ -704,7 +720,7 @@ void HashJoinProbeNode::emit_marked_build(dataflow::FlowContext &context, std::u
     const std::uint32_t limit = std::max<std::uint32_t>(1, spec.tuning.max_output_rows);
     std::vector<const Row *> chunk;
     CancelPoll poll(context);
-    // Right semi outputs the matched rows, full outer and right anti the others.
+    // Right semi outputs the matched rows, full outer, right outer and right anti the others.
     const auto wanted = spec.kind == JoinKind::right_semi ? std::byte{1} : std::byte{0};
     const auto visit = [&](const Row *row, bool output) {
         if (poll()) {

@@ -32,7 +32,9 @@ struct HashJoinTuning {
     /// Output batches hold at most this many rows (big match sets are split).
     std::uint32_t max_output_rows{2048};
     /// JoinStrategy::automatic picks the radix join when the build rows and their bucket heads
-    /// take more than this many bytes (they would not stay in the cache while probing).
+    /// take more than this many bytes (they would not stay in the cache while probing). The
+    /// only radix-or-not threshold: the SQL optimizer leaves the choice to the executor, which
+    /// knows the actual build rows.
     std::uint64_t radix_threshold_bytes{4ULL << 20U};
     /// Micro partition bits (2^bits partitions per side). Empty: from the build child's
     /// estimated rows (partitions of about 128 KiB), 7 when unknown.

@@ -14,8 +14,9 @@ namespace {
 
 using Rows = std::vector<std::string>;
 
-const std::vector<std::string> all_passes = {"fold",      "pushdown",         "magic_sets",    "join_order",
-                                             "estimates", "right_semi_joins", "bloom_filters", "scan_prefetch"};
+const std::vector<std::string> all_passes = {"fold",          "pushdown",     "magic_sets",
+                                             "join_order",    "estimates",    "right_semi_joins",
+                                             "bloom_filters", "scan_prefetch"};
 
 DatabaseOptions without(const std::vector<std::string> &passes) {
     DatabaseOptions options;
@@ -70,7 +71,8 @@ const std::vector<PassCase> &pass_cases() {
         // FROM order joins big with mid first; the estimates favor the filtered small with mid.
         {"join_order", "SELECT count(*) FROM big, mid, small WHERE big.m = mid.id AND mid.s = small.id AND "
                        "small.v = 1"},
-        {"right_semi_joins", "SELECT small.id FROM small WHERE EXISTS (SELECT 1 FROM big WHERE big.m = small.id)"},
+        {"right_semi_joins",
+         "SELECT small.id FROM small WHERE EXISTS (SELECT 1 FROM big WHERE big.m = small.id)"},
         // Few big rows find a partner among the small rows with v = 1.
         {"bloom_filters", "SELECT count(*) FROM big, small WHERE big.m = small.id AND small.v = 1"},
         {"scan_prefetch", "SELECT v, m FROM big WHERE id = 5"},
@@ -104,7 +106,8 @@ TEST(OptimizerPasses, UnknownOrRequiredPassesAreClearErrors) {
         Database db(runtime, without({"estimates"}));
         FAIL() << "a required pass was switched off";
     } catch (const SqlError &error) {
-        EXPECT_NE(error.message().find("'estimates' cannot be switched off"), std::string::npos) << error.message();
+        EXPECT_NE(error.message().find("'estimates' cannot be switched off"), std::string::npos)
+            << error.message();
     }
     OptimizerOptions options;
     options.disabled_passes = {"join_order", "fold"};
@@ -127,8 +130,9 @@ TEST(OptimizerPasses, TheBooleanOptionsSwitchTheirPasses) {
     database_options.optimizer = options;
     Database db(runtime, database_options);
     create_tables(db);
-    EXPECT_NE(db.explain("SELECT id FROM small").find("optimizer passes: fold, join_order, estimates, bloom_filters, "
-                                                      "scan_prefetch (off: pushdown, magic_sets, right_semi_joins)\n"),
+    EXPECT_NE(db.explain("SELECT id FROM small")
+                  .find("optimizer passes: fold, join_order, estimates, bloom_filters, "
+                        "scan_prefetch (off: pushdown, magic_sets, right_semi_joins)\n"),
               std::string::npos)
         << db.explain("SELECT id FROM small");
 }
@@ -143,9 +147,10 @@ protected:
 
 TEST_F(OptimizerPassTest, ExplainListsEveryPassWhenAllRun) {
     const std::string text = all.explain("SELECT count(*) FROM big, mid WHERE big.m = mid.id");
-    EXPECT_NE(text.find("optimizer passes: fold, pushdown, magic_sets, join_order, estimates, right_semi_joins, "
-                        "bloom_filters, scan_prefetch\n"),
-              std::string::npos)
+    EXPECT_NE(
+        text.find("optimizer passes: fold, pushdown, magic_sets, join_order, estimates, right_semi_joins, "
+                  "bloom_filters, scan_prefetch\n"),
+        std::string::npos)
         << text;
     EXPECT_EQ(text.find("(off:"), std::string::npos) << text;
 }

@@ -158,7 +158,7 @@ TEST_F(OptimizerPassTest, ExplainListsEveryPassWhenAllRun) {
 // The executor chooses radix-or-not per join from the actual build rows; EXPLAIN says so.
 TEST_F(OptimizerPassTest, TheJoinStrategyIsLeftToTheExecutor) {
     const std::string text = all.explain("SELECT count(*) FROM big, mid WHERE big.m = mid.id");
-    EXPECT_NE(text.find("strategy=automatic (radix-partitioned above 32 MiB of build rows and bucket heads)"),
+    EXPECT_NE(text.find("strategy=automatic (radix-partitioned above 64 MiB of build rows and bucket heads)"),
               std::string::npos)
         << text;
     const db::PlanPtr plan = all.plan("SELECT count(*) FROM big, mid WHERE big.m = mid.id");

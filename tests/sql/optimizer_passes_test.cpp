@@ -139,14 +139,14 @@ TEST(OptimizerPasses, TheBooleanOptionsSwitchTheirPasses) {
 
 class OptimizerPassTest : public ::testing::Test {
 protected:
-    OptimizerPassTest() : runtime(small_runtime_config()), all(runtime) { create_tables(all); }
+    OptimizerPassTest() : _runtime(small_runtime_config()), _all(_runtime) { create_tables(_all); }
 
-    tasking::Runtime runtime;
-    Database all;
+    tasking::Runtime _runtime;
+    Database _all;
 };
 
 TEST_F(OptimizerPassTest, ExplainListsEveryPassWhenAllRun) {
-    const std::string text = all.explain("SELECT count(*) FROM big, mid WHERE big.m = mid.id");
+    const std::string text = _all.explain("SELECT count(*) FROM big, mid WHERE big.m = mid.id");
     EXPECT_NE(
         text.find("optimizer passes: fold, pushdown, magic_sets, join_order, estimates, right_semi_joins, "
                   "bloom_filters, scan_prefetch\n"),
@@ -157,11 +157,11 @@ TEST_F(OptimizerPassTest, ExplainListsEveryPassWhenAllRun) {
 
 // The executor chooses radix-or-not per join from the actual build rows; EXPLAIN says so.
 TEST_F(OptimizerPassTest, TheJoinStrategyIsLeftToTheExecutor) {
-    const std::string text = all.explain("SELECT count(*) FROM big, mid WHERE big.m = mid.id");
+    const std::string text = _all.explain("SELECT count(*) FROM big, mid WHERE big.m = mid.id");
     EXPECT_NE(text.find("strategy=automatic (radix-partitioned above 64 MiB of build rows and bucket heads)"),
               std::string::npos)
         << text;
-    const db::PlanPtr plan = all.plan("SELECT count(*) FROM big, mid WHERE big.m = mid.id");
+    const db::PlanPtr plan = _all.plan("SELECT count(*) FROM big, mid WHERE big.m = mid.id");
     std::vector<const db::PlanNode *> pending{plan.get()};
     int joins = 0;
     while (!pending.empty()) {
@@ -184,17 +184,17 @@ TEST_F(OptimizerPassTest, EachPassChangesItsPlanAndKeepsTheAnswer) {
     ASSERT_EQ(pass_cases().size(), all_passes.size() - 1); // every optional pass has a case
     for (const PassCase &test : pass_cases()) {
         SCOPED_TRACE(test.pass);
-        Database off(runtime, without({test.pass}));
+        Database off(_runtime, without({test.pass}));
         create_tables(off);
         const std::string explained = off.explain(test.sql);
         EXPECT_NE(explained.find("(off: " + test.pass + ")\n"), std::string::npos) << explained;
-        EXPECT_NE(plan_text(all, test.sql), plan_text(off, test.sql));
-        const Rows expected = sorted_rows(all, test.sql);
+        EXPECT_NE(plan_text(_all, test.sql), plan_text(off, test.sql));
+        const Rows expected = sorted_rows(_all, test.sql);
         EXPECT_FALSE(expected.empty());
         EXPECT_EQ(sorted_rows(off, test.sql), expected) << test.sql;
     }
     // The pass that the magic_sets case is about fired with every pass on.
-    EXPECT_NE(all.explain(pass_cases()[2].sql).find("magic set:"), std::string::npos);
+    EXPECT_NE(_all.explain(pass_cases()[2].sql).find("magic set:"), std::string::npos);
 }
 
 // Every optional pass off at once: still the same answers.
@@ -205,11 +205,11 @@ TEST_F(OptimizerPassTest, AllOptionalPassesOffKeepTheAnswers) {
             optional.emplace_back(pass.name);
         }
     }
-    Database none(runtime, without(optional));
+    Database none(_runtime, without(optional));
     create_tables(none);
     for (const PassCase &test : pass_cases()) {
         SCOPED_TRACE(test.pass);
-        EXPECT_EQ(sorted_rows(none, test.sql), sorted_rows(all, test.sql)) << test.sql;
+        EXPECT_EQ(sorted_rows(none, test.sql), sorted_rows(_all, test.sql)) << test.sql;
     }
 }
 

@@ -82,10 +82,11 @@ struct Options {
     bool magic_sets{true};
     bool right_semi_joins{true};
     mx::sql::JoinOrder join_order{mx::sql::JoinOrder::dynamic_programming};
-    std::vector<std::string> disabled_passes; // --disable-pass: optimizer passes that do not run
-    std::string trace;                        // --trace: record the timed runs, write the last one here
-    bool trace_alternate{false};              // --trace-alternate: only every second timed run is recorded
-    bool profile{false}; // --profile: record the timed runs, print the last one's profile
+    // --disable-pass: optimizer passes that do not run
+    std::vector<std::string> disabled_passes;
+    std::string trace;           // --trace: record the timed runs, write the last one here
+    bool trace_alternate{false}; // --trace-alternate: only every second timed run is recorded
+    bool profile{false};         // --profile: record the timed runs, print the last one's profile
 };
 
 enum class Status : std::uint8_t {

@@ -83,6 +83,8 @@ struct Options {
     bool right_semi_joins{true};
     bool right_outer_joins{true};
     mx::sql::JoinOrder join_order{mx::sql::JoinOrder::dynamic_programming};
+    // --disable-pass: optimizer passes that do not run
+    std::vector<std::string> disabled_passes;
     std::string trace;           // --trace: record the timed runs, write the last one here
     bool trace_alternate{false}; // --trace-alternate: only every second timed run is recorded
     bool profile{false};         // --profile: record the timed runs, print the last one's profile
@@ -590,6 +592,8 @@ int run(const Options &options, const std::string &command) {
     database_options.optimizer.right_semi_joins = options.right_semi_joins;
     database_options.optimizer.right_outer_joins = options.right_outer_joins;
     database_options.optimizer.join_order = options.join_order;
+    database_options.optimizer.disabled_passes.insert(options.disabled_passes.begin(),
+                                                      options.disabled_passes.end());
     mx::sql::Database db(runtime, database_options);
 
     std::printf("tunadb, threads=%u%s, morsel_rows=%u, %s (%u CPUs online)\n%s\n", options.threads,
@@ -690,6 +694,17 @@ int main(int argc, char **argv) {
             {"dp", mx::sql::JoinOrder::dynamic_programming}, {"greedy", mx::sql::JoinOrder::greedy}}));
     app.add_flag("!--no-magic-sets", options.magic_sets,
                  "switch the optimizer's magic sets off (correlated subqueries aggregate their whole input)");
+    std::vector<std::string> optional_passes;
+    for (const mx::sql::OptimizerPass &pass : mx::sql::optimizer_passes()) {
+        if (pass.optional) {
+            optional_passes.emplace_back(pass.name);
+        }
+    }
+    app.add_option("--disable-pass", options.disabled_passes,
+                   "switch an optimizer pass off (repeatable; EXPLAIN lists the passes)")
+        ->check(CLI::IsMember(optional_passes))
+        ->take_all()
+        ->allow_extra_args(false);
     app.add_option("--trace", options.trace,
                    "record the timed runs' task trace; the last one goes to FILE (JSON, CSV for *.csv)");
     app.add_flag(

@@ -23,7 +23,8 @@ using detail::lower;
 struct Compiled {
     detail::PhysicalPlan physical;
     std::vector<std::string> names;
-    /// The optimizer's notes (passes switched off, what the optional ones did).
+    /// The optimizer's notes (the passes that ran and those that were off, what the optional
+    /// ones did).
     std::vector<std::string> notes;
 };
 
@@ -555,7 +556,9 @@ const Json &single_select(const detail::Source &source, const std::vector<detail
 } // namespace
 
 Database::Database(tasking::Runtime &runtime, DatabaseOptions options)
-    : _runtime(&runtime), _options(std::move(options)) {}
+    : _runtime(&runtime), _options(std::move(options)) {
+    _options.optimizer.validate();
+}
 
 Database::~Database() = default;
 

@@ -12,6 +12,72 @@
 
 #include <mx/util/assert.h>
 
+namespace mx::sql {
+
+namespace {
+
+// In the order they run; the index of each entry is its detail::Pass value.
+constexpr std::array<OptimizerPass, detail::pass_count> passes{{
+    {"fold", true, "split conjunctions, factor conditions shared by all branches of an OR, drop TRUE"},
+    {"pushdown", true, "move conditions and semi/anti joins as close to the scans as their columns allow"},
+    {"magic_sets", true,
+     "restrict grouped subqueries and large semi/anti join build sides to the keys "
+     "the other join side supplies"},
+    {"join_order", true, "order a region's inner joins by estimated intermediate results (off: FROM order)"},
+    {"estimates", false, "estimate every node's rows from the tables' statistics"},
+    {"right_semi_joins", true,
+     "hash the outer side of a semi/anti join that is much smaller than its subquery"},
+    {"right_outer_joins", true,
+     "hash the preserved side of a left outer join that is much smaller than its nullable side"},
+    {"bloom_filters", true, "give a join whose probe rows mostly miss a Bloom filter"},
+    {"scan_prefetch", true,
+     "prefetch a highly selective scan's predicate columns entirely, the others per row"},
+}};
+
+static_assert(passes[static_cast<std::size_t>(detail::Pass::fold)].name == "fold");
+static_assert(passes[static_cast<std::size_t>(detail::Pass::estimates)].name == "estimates");
+static_assert(passes[static_cast<std::size_t>(detail::Pass::scan_prefetch)].name == "scan_prefetch");
+
+std::string optional_pass_names() {
+    std::string names;
+    for (const OptimizerPass &pass : passes) {
+        if (pass.optional) {
+            names.append(names.empty() ? "" : ", ").append(pass.name);
+        }
+    }
+    return names;
+}
+
+} // namespace
+
+std::span<const OptimizerPass> optimizer_passes() noexcept { return passes; }
+
+bool OptimizerOptions::enabled(std::string_view name) const {
+    if ((name == "magic_sets" && !magic_sets) || (name == "right_semi_joins" && !right_semi_joins) ||
+        (name == "right_outer_joins" && !right_outer_joins)) {
+        return false;
+    }
+    return disabled_passes.find(name) == disabled_passes.end();
+}
+
+void OptimizerOptions::validate() const {
+    for (const std::string &name : disabled_passes) {
+        const auto *pass = std::find_if(passes.begin(), passes.end(), [&](const OptimizerPass &candidate) {
+            return candidate.name == name;
+        });
+        if (pass == passes.end()) {
+            throw SqlError("unknown optimizer pass '" + name +
+                           "' (passes that can be switched off: " + optional_pass_names() + ")");
+        }
+        if (!pass->optional) {
+            throw SqlError("optimizer pass '" + name + "' cannot be switched off: later passes need it " +
+                           "(passes that can be switched off: " + optional_pass_names() + ")");
+        }
+    }
+}
+
+} // namespace mx::sql
+
 namespace mx::sql::detail {
 
 namespace {
@@ -270,16 +336,35 @@ Optimizer::join_key_distincts(const std::vector<db::ExprPtr> &left_keys, double 
     return {left, right};
 }
 
-LogicalPtr Optimizer::optimize(LogicalPtr root) {
-    if (!_options.magic_sets) {
-        _notes.emplace_back("magic sets: off");
+Optimizer::Optimizer(ColumnRegistry &columns, OptimizerOptions options)
+    : _columns(columns), _options(std::move(options)) {
+    for (std::size_t i = 0; i < pass_count; ++i) {
+        _enabled[i] = _options.enabled(passes[i].name);
+        MX_ASSERT(_enabled[i] || passes[i].optional, "required optimizer passes cannot be switched off");
     }
-    if (_options.join_order == JoinOrder::greedy) {
+}
+
+std::string Optimizer::passes_note() const {
+    std::string ran;
+    std::string off;
+    for (std::size_t i = 0; i < pass_count; ++i) {
+        std::string &list = _enabled[i] ? ran : off;
+        list.append(list.empty() ? "" : ", ").append(passes[i].name);
+    }
+    return "optimizer passes: " + ran + (off.empty() ? "" : " (off: " + off + ")");
+}
+
+LogicalPtr Optimizer::optimize(LogicalPtr root) {
+    _notes.push_back(passes_note());
+    if (enabled(Pass::join_order) && _options.join_order == JoinOrder::greedy) {
         _notes.emplace_back("join order: greedy");
     }
     register_base(*root);
+    // fold, pushdown, magic_sets, join_order: per join region, bottom-up.
     root = rewrite(std::move(root));
+    // estimates: the nodes the region walk has not estimated yet.
     estimate(*root);
+    // right_semi_joins, right_outer_joins, bloom_filters, scan_prefetch.
     decide(*root);
     return root;
 }
@@ -601,7 +686,7 @@ LogicalPtr Optimizer::rewrite_outer_join(LogicalPtr node) {
     std::vector<db::ExprPtr> below;
     for (auto &conjunct : node->conjuncts) {
         const auto ids = columns_of(*conjunct);
-        if (!ids.empty() && subset(ids, right)) {
+        if (enabled(Pass::pushdown) && !ids.empty() && subset(ids, right)) {
             below.push_back(std::move(conjunct));
         } else {
             keep.push_back(std::move(conjunct));
@@ -867,6 +952,24 @@ std::vector<Optimizer::JoinComponent> Optimizer::order_by_dp(std::vector<JoinCom
     return components;
 }
 
+void Optimizer::join_in_from_order(std::vector<JoinComponent> &components,
+                                   std::vector<JoinPredicate> &predicates) {
+    while (components.size() > 1) {
+        std::size_t partner = 1;
+        for (std::size_t j = 1; j < components.size(); ++j) {
+            std::vector<db::ExprPtr> left_keys;
+            std::vector<db::ExprPtr> right_keys;
+            connecting_keys(predicates, components[0].ids, components[j].ids, left_keys, right_keys);
+            if (!left_keys.empty()) {
+                partner = j;
+                break;
+            }
+        }
+        components[0] = join_components(std::move(components[0]), std::move(components[partner]), predicates);
+        components.erase(components.begin() + static_cast<std::ptrdiff_t>(partner));
+    }
+}
+
 LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
     // Collect the region: inner joins, cross products and filters over leaves, and the semi and
     // anti joins applied to it.
@@ -901,8 +1004,8 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
     std::reverse(leaves.begin(), leaves.end()); // FROM order, for stable plans
     std::reverse(semis.begin(), semis.end());
 
-    // Constant folding: split conjunctions, drop TRUE.
-    {
+    // fold: split conjunctions, factor ORs, drop TRUE.
+    if (enabled(Pass::fold)) {
         std::vector<db::ExprPtr> split;
         for (const auto &conjunct : conjuncts) {
             split_conjuncts(conjunct, split);
@@ -919,7 +1022,8 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         }
     }
 
-    // Pushdown: a conjunct over one leaf's columns goes to that leaf.
+    // pushdown: a conjunct over one leaf's columns goes to that leaf. Off, every conjunct is a
+    // condition of the region's joins (or of a filter above them).
     std::vector<std::set<ColumnId>> leaf_columns;
     for (const auto &leaf : leaves) {
         leaf_columns.push_back(id_set(leaf->output));
@@ -929,7 +1033,7 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
     for (auto &conjunct : conjuncts) {
         const auto ids = columns_of(*conjunct);
         bool placed = false;
-        for (std::size_t i = 0; i < leaves.size() && !placed; ++i) {
+        for (std::size_t i = 0; i < leaves.size() && !placed && enabled(Pass::pushdown); ++i) {
             if (subset(ids, leaf_columns[i])) {
                 assigned[i].push_back(conjunct);
                 placed = true;
@@ -937,7 +1041,7 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         }
         if (!placed) {
             predicates.push_back(JoinPredicate{conjunct, ids, false});
-            for (std::size_t i = 0; i < leaves.size(); ++i) {
+            for (std::size_t i = 0; i < leaves.size() && enabled(Pass::pushdown); ++i) {
                 if (db::ExprPtr implied = implied_by_or(*conjunct, leaf_columns[i])) {
                     assigned[i].push_back(std::move(implied));
                 }
@@ -949,7 +1053,7 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         estimate(*leaves[i]);
     }
 
-    // Semi and anti joins go onto the one leaf whose columns they read, else on top.
+    // pushdown: semi and anti joins go onto the one leaf whose columns they read, else on top.
     std::vector<LogicalPtr> top_semis;
     for (auto &semi : semis) {
         const std::set<ColumnId> right = id_set(semi->children[1]->output);
@@ -958,7 +1062,7 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         std::set<ColumnId> outer_ids;
         for (auto &conjunct : semi->conjuncts) {
             const auto ids = columns_of(*conjunct);
-            if (!ids.empty() && subset(ids, right)) {
+            if (enabled(Pass::pushdown) && !ids.empty() && subset(ids, right)) {
                 inner_only.push_back(std::move(conjunct));
                 continue;
             }
@@ -975,7 +1079,7 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         }
         semi->children[1] = rewrite(std::move(semi->children[1]));
         std::optional<std::size_t> target;
-        for (std::size_t i = 0; i < leaves.size(); ++i) {
+        for (std::size_t i = 0; i < leaves.size() && enabled(Pass::pushdown); ++i) {
             if (subset(std::vector<ColumnId>(outer_ids.begin(), outer_ids.end()),
                        id_set(leaves[i]->output))) {
                 target = i;
@@ -985,7 +1089,7 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         // A build side at least as large as the leaf filters it at a high price: with magic sets
         // the semi join waits for the joins, which usually shrink its probe side, and its build
         // side is then restricted to their keys (Q21's EXISTS over all of lineitem).
-        if (target.has_value() && _options.magic_sets && leaves.size() > 1) {
+        if (target.has_value() && enabled(Pass::magic_sets) && leaves.size() > 1) {
             if (semi->children[1]->rows < 0) {
                 estimate(*semi->children[1]);
             }
@@ -1004,7 +1108,7 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         }
     }
 
-    if (_options.magic_sets && leaves.size() > 1) {
+    if (enabled(Pass::magic_sets) && leaves.size() > 1) {
         std::vector<db::ExprPtr> joining;
         joining.reserve(predicates.size());
         for (const auto &predicate : predicates) {
@@ -1013,7 +1117,7 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         apply_magic_sets(leaves, joining);
     }
 
-    // Join ordering: dynamic programming chooses the tree of joins for regions it can handle
+    // join_order: dynamic programming chooses the tree of joins for regions it can handle
     // (order_by_dp); the greedy loop orders larger regions and combines what the dynamic
     // programming leaves unconnected (by cross products, or by conditions over several of them).
     std::vector<JoinComponent> components;
@@ -1023,7 +1127,9 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
         component.tree = std::move(leaf);
         components.push_back(std::move(component));
     }
-    if (components.size() > 1 && _options.join_order == JoinOrder::dynamic_programming) {
+    if (!enabled(Pass::join_order)) {
+        join_in_from_order(components, predicates);
+    } else if (components.size() > 1 && _options.join_order == JoinOrder::dynamic_programming) {
         if (components.size() <= dp_join_max_relations) {
             components = order_by_dp(std::move(components), predicates);
         } else {
@@ -1076,7 +1182,7 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
     const LogicalNode *joined =
         tree.get(); // the joins alone: every semi join's probe keys are among its keys
     for (auto &semi : top_semis) {
-        if (_options.magic_sets) {
+        if (enabled(Pass::magic_sets)) {
             restrict_semi_build(*semi, *joined);
         }
         semi->children[0] = std::move(tree);
@@ -1490,44 +1596,39 @@ void Optimizer::decide(LogicalNode &node) {
         }
         const double build = node.children[1]->rows;
         const double probe = node.children[0]->rows;
-        node.strategy = node.join_kind == db::JoinKind::inner && build > radix_join_min_build_rows
-                            ? db::JoinStrategy::radix_partitioned
-                            : db::JoinStrategy::non_partitioned;
         // A Bloom filter pays when it lets most probe rows skip the hash table.
         double matched = 1.0;
         if (probe > 0) {
             matched = node.join_kind == db::JoinKind::anti ? 1.0 - node.rows / probe : node.rows / probe;
         }
-        node.bloom_filter = !node.left_keys.empty() && matched < 0.5;
+        node.bloom_filter = enabled(Pass::bloom_filters) && !node.left_keys.empty() && matched < 0.5;
         // Hashing the smaller side: a semi/anti join with an outer side well under its subquery
         // side hashes the outer rows and marks those the subquery's rows meet. The subquery's
         // rows then mostly miss, so they pass a Bloom filter of the outer keys first.
         // Not when a magic set restricts the subquery side already: it copies the outer side
         // into the subquery, and hashing the outer side again would only repeat that work.
-        node.build_left = _options.right_semi_joins && !node.left_keys.empty() &&
+        node.build_left = enabled(Pass::right_semi_joins) && !node.left_keys.empty() &&
                           (node.join_kind == db::JoinKind::semi || node.join_kind == db::JoinKind::anti) &&
                           probe * right_join_build_ratio < build && !has_magic_set(*node.children[1]);
         if (node.build_left) {
-            node.strategy = db::JoinStrategy::non_partitioned;
-            node.bloom_filter = true;
+            node.bloom_filter = enabled(Pass::bloom_filters);
         }
         // Likewise a left outer join with a preserved side well under its nullable side hashes
         // the preserved rows (a right outer join, TPC-H Q13: 150 k customers against 1.5 M
         // orders), marks those the nullable rows meet and emits the others NULL-padded. The
         // nullable rows pass a Bloom filter when most of them are estimated to miss (the join's
         // rows bound the nullable rows with a partner from above).
-        if (_options.right_outer_joins && !node.left_keys.empty() &&
+        if (enabled(Pass::right_outer_joins) && !node.left_keys.empty() &&
             node.join_kind == db::JoinKind::left_outer && probe * right_join_build_ratio < build &&
             !has_magic_set(*node.children[1])) {
             node.build_left = true;
-            node.strategy = db::JoinStrategy::non_partitioned;
             node.bloom_filter = node.rows < build * 0.5;
         }
     } else if (node.kind == LogicalKind::get) {
         const double rows = static_cast<double>(node.table->row_count());
         const double fraction = rows > 0 ? node.rows / rows : 1.0;
         node.prefetch_whole.clear();
-        if (!node.conjuncts.empty() && fraction <= selective_scan_fraction) {
+        if (enabled(Pass::scan_prefetch) && !node.conjuncts.empty() && fraction <= selective_scan_fraction) {
             std::set<ColumnId> ids;
             for (const auto &conjunct : node.conjuncts) {
                 for (ColumnId id : columns_of(*conjunct)) {

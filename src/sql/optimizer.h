@@ -1,24 +1,48 @@
 #pragma once
 
-// The optimizer: rewrites a bound logical plan before physical planning.
-//   - constant folding of predicates (the expression factories fold constant subtrees; here
-//     TRUE conjuncts disappear and predicates are split into conjuncts),
-//   - predicate pushdown into scans, through projections, below aggregations (on group keys),
-//     into the preserved side of outer joins and below semi/anti joins,
-//   - magic sets: an aggregation that is joined on its group keys (a decorrelated correlated
-//     subquery, a grouped derived table) reads only the rows whose keys the other side of that
-//     join can supply: a semi join with a copy of that side restricts its input; likewise a
-//     semi/anti join with a large build side waits for the region's joins and its build side
-//     reads only the keys of the joined probe side,
-//   - join ordering: inner joins and cross products of a query block form one region whose
-//     relations are joined in the order with the smallest sum of estimated intermediate
-//     results, found by dynamic programming over the connected subsets of the join graph
-//     (regions of up to dp_join_max_relations relations), or greedily, always the connected
-//     pair with the smallest estimated result; the smaller input becomes the build side,
-//   - physical choices per join (non-partitioned or radix-partitioned, Bloom filter) and per
-//     scan (prefetch strategy, dissertation 7.3),
-//   - cardinality estimates for every node from the tables' statistics.
+// The optimizer: rewrites a bound logical plan before physical planning, as a list of named
+// passes that run in this order (optimizer_passes() in include/mx/sql/database.h lists them;
+// OptimizerOptions::disabled_passes switches the optional ones off; EXPLAIN names the passes
+// that ran and those that were off):
+//   fold             splits conjunctions, factors conditions every branch of an OR shares (a
+//                    join key hidden in an OR, TPC-H Q19) and drops TRUE conjuncts (the
+//                    expression factories fold constant subtrees already),
+//   pushdown         moves conditions into scans, through projections, below aggregations (on
+//                    group keys), into the preserved side of outer joins, an outer join's ON
+//                    conditions over its build side into that side, and semi/anti joins onto
+//                    the one relation of a join region whose columns they read,
+//   magic_sets       an aggregation that is joined on its group keys (a decorrelated correlated
+//                    subquery, a grouped derived table) reads only the rows whose keys the other
+//                    side of that join can supply: a semi join with a copy of that side
+//                    restricts its input; likewise a semi/anti join with a large build side
+//                    waits for the region's joins and its build side reads only the keys of the
+//                    joined probe side,
+//   join_order       inner joins and cross products of a query block form one region whose
+//                    relations are joined in the order with the smallest sum of estimated
+//                    intermediate results, found by dynamic programming over the connected
+//                    subsets of the join graph (regions of up to dp_join_max_relations
+//                    relations), or greedily, always the connected pair with the smallest
+//                    estimated result (OptimizerOptions::join_order). Off: FROM order, each
+//                    relation joined with the first later one a key connects it to. Either way
+//                    the input estimated smaller becomes the build side,
+//   estimates        cardinality estimates for every node from the tables' statistics
+//                    (required: the passes after it and the physical plan read them),
+//   right_semi_joins a semi/anti join with a much smaller outer side hashes that side,
+//   right_outer_joins a left outer join with a much smaller preserved side hashes that side
+//                    (a right outer join),
+//   bloom_filters    a join whose probe rows mostly miss filters them with a Bloom filter,
+//   scan_prefetch    a highly selective scan prefetches its predicate's columns entirely and the
+//                    others for the qualifying rows only (dissertation 7.3).
+// fold, pushdown, magic_sets and join_order are steps of one walk over the join regions
+// (rewrite): a region's join ordering needs its relations rewritten and estimated first, and
+// pushing a condition into a relation rewrites that relation, so each region runs the four steps
+// in order before the region above it. right_semi_joins, right_outer_joins, bloom_filters and
+// scan_prefetch are steps of one walk over the estimated plan (decide). Whether a hash join is
+// radix-partitioned is no optimizer choice: the executor picks it per join from the actual build rows
+// (JoinStrategy::automatic, HashJoinTuning::radix_threshold_bytes).
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -33,9 +57,6 @@
 
 namespace mx::sql::detail {
 
-/// Build sides estimated larger than this many rows use the radix-partitioned join: its hash
-/// table no longer fits the caches, and partitioning pays for its extra pass.
-inline constexpr double radix_join_min_build_rows = 1U << 20U;
 /// A semi/anti join hashes its outer side instead (a right semi/anti join) when the subquery
 /// side is estimated at more than this many times the outer side's rows: building a row costs
 /// a few times probing one, and the outer rows are stored whole (they are the output).
@@ -57,14 +78,29 @@ inline constexpr double magic_set_max_rescan = 2.0;
 /// relations); larger regions are ordered greedily.
 inline constexpr std::size_t dp_join_max_relations = 10;
 
+/// The passes in the order they run; the values index optimizer_passes().
+enum class Pass : std::uint8_t {
+    fold,
+    pushdown,
+    magic_sets,
+    join_order,
+    estimates,
+    right_semi_joins,
+    right_outer_joins,
+    bloom_filters,
+    scan_prefetch,
+};
+inline constexpr std::size_t pass_count = 9;
+
 class Optimizer {
 public:
-    explicit Optimizer(ColumnRegistry &columns, OptimizerOptions options = {})
-        : _columns(columns), _options(options) {}
+    /// `options` must be valid (OptimizerOptions::validate).
+    explicit Optimizer(ColumnRegistry &columns, OptimizerOptions options = {});
 
     LogicalPtr optimize(LogicalPtr root);
 
-    /// What the optional passes did and which passes were off, one line each (for EXPLAIN).
+    /// The passes that ran and those that were off (the first line), then what the optional
+    /// passes did, one line each (for EXPLAIN).
     [[nodiscard]] const std::vector<std::string> &notes() const noexcept { return _notes; }
 
     /// Estimated fraction of rows for which all `conjuncts` hold (exposed for tests).
@@ -108,6 +144,10 @@ private:
     /// Inner-joins two subplans of a region with every unused predicate over their columns (the
     /// predicates become used); the input estimated smaller is the build side.
     JoinComponent join_components(JoinComponent a, JoinComponent b, std::vector<JoinPredicate> &predicates);
+    /// join_order off: joins the components in their order (FROM order), each time the first
+    /// one with the first later one a key connects it to, or with the next one (a cross product)
+    /// when none is connected.
+    void join_in_from_order(std::vector<JoinComponent> &components, std::vector<JoinPredicate> &predicates);
     /// Join ordering by dynamic programming over `leaves` (at most dp_join_max_relations): the
     /// joined plan when a connected one exists, otherwise the largest connected subplans, which
     /// the greedy ordering then combines.
@@ -124,7 +164,12 @@ private:
     LogicalPtr push_magic_set(LogicalPtr node, const std::set<ColumnId> &needed, LogicalPtr &magic,
                               std::vector<db::ExprPtr> &conjuncts);
     void estimate(LogicalNode &node);
+    /// The passes right_semi_joins, right_outer_joins, bloom_filters and scan_prefetch over the
+    /// estimated plan.
     void decide(LogicalNode &node);
+    [[nodiscard]] bool enabled(Pass pass) const noexcept { return _enabled[static_cast<std::size_t>(pass)]; }
+    /// "optimizer passes: fold, pushdown, ... (off: magic_sets)".
+    [[nodiscard]] std::string passes_note() const;
 
     double conjunct_selectivity(const db::Expr &conjunct);
     std::optional<double> range_fraction(const db::Expr &conjunct);
@@ -149,6 +194,7 @@ private:
 
     ColumnRegistry &_columns;
     OptimizerOptions _options;
+    std::array<bool, pass_count> _enabled{};
     std::vector<std::string> _notes;
     std::map<ColumnId, BaseColumn> _base;
 };

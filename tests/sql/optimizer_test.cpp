@@ -166,7 +166,8 @@ TEST_F(OptimizerTest, TheSmallerInputIsTheBuildSide) {
         ASSERT_EQ(joins.size(), 1U);
         EXPECT_EQ(table_under(*joins[0]->children[0]), "big");   // probe
         EXPECT_EQ(table_under(*joins[0]->children[1]), "small"); // build
-        EXPECT_EQ(joins[0]->join_strategy, db::JoinStrategy::non_partitioned);
+        // Radix or not is the executor's choice from the actual build rows.
+        EXPECT_EQ(joins[0]->join_strategy, db::JoinStrategy::automatic);
         EXPECT_EQ(rows(sql), (Rows{"2000"}));
     }
     // A filter can make the larger table the smaller input.

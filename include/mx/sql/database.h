@@ -23,8 +23,11 @@
 // outside the runtime's workers.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -98,22 +101,51 @@ enum class JoinOrder {
     dynamic_programming,
 };
 
-/// Optimizer passes that can be switched off (for tests and comparisons: every pass keeps the
-/// answers). EXPLAIN names the passes that are off and what the optional ones did.
+/// One step of the optimizer (optimizer_passes() lists them in the order they run).
+struct OptimizerPass {
+    /// Stable lowercase name: OptimizerOptions::disabled_passes and EXPLAIN use it.
+    std::string_view name;
+    /// False for passes that later ones need (the plan is wrong or cannot be built without them).
+    bool optional{true};
+    /// What the pass does, one line.
+    std::string_view description;
+};
+
+/// The optimizer's passes in the order they run: fold, pushdown, magic_sets, join_order,
+/// estimates, right_semi_joins, bloom_filters, scan_prefetch (docs/design/sql.md describes them).
+[[nodiscard]] std::span<const OptimizerPass> optimizer_passes() noexcept;
+
+/// Which optimizer passes run (for tests and comparisons: switching an optional pass off keeps
+/// the answers, only plan costs change). EXPLAIN names the passes that ran and those that were
+/// off, and what the optional ones did.
 struct OptimizerOptions {
     /// Magic sets: an aggregation joined on its group keys (a decorrelated scalar subquery, a
     /// grouped derived table) reads only the rows whose keys the other join side supplies.
+    /// False switches the pass "magic_sets" off.
     bool magic_sets{true};
     /// Right semi/anti joins: a semi or anti join whose preserved (outer) side is estimated at
     /// well under its subquery side hashes the outer side and marks the rows the subquery's
-    /// rows meet, instead of hashing the larger subquery side.
+    /// rows meet, instead of hashing the larger subquery side. False switches the pass
+    /// "right_semi_joins" off.
     bool right_semi_joins{true};
     /// Right outer joins: a left outer join whose preserved side is estimated at well under its
     /// nullable side hashes the preserved side, marks the rows the nullable side's rows meet and
-    /// emits the others with NULLs, instead of hashing the larger nullable side.
+    /// emits the others with NULLs, instead of hashing the larger nullable side. False switches
+    /// the pass "right_outer_joins" off.
     bool right_outer_joins{true};
-    /// Join ordering; both orders give the same answers, only plan costs differ.
+    /// How the pass "join_order" orders joins; both orders give the same answers, only plan
+    /// costs differ.
     JoinOrder join_order{JoinOrder::dynamic_programming};
+    /// Names of optional passes (optimizer_passes()) that do not run. validate() rejects
+    /// unknown and required ones.
+    std::set<std::string, std::less<>> disabled_passes;
+
+    /// Whether the pass `name` runs: not in disabled_passes and not switched off by the fields
+    /// above.
+    [[nodiscard]] bool enabled(std::string_view name) const;
+    /// Throws SqlError naming the first entry of disabled_passes that is no pass or a required
+    /// one, with the list of optional passes.
+    void validate() const;
 };
 
 struct DatabaseOptions {
@@ -123,7 +155,8 @@ struct DatabaseOptions {
     db::TableOptions tables{};
     /// COPY shows no progress bar unless this is set (and stderr is a terminal).
     bool copy_progress{false};
-    /// Passes of every SELECT's optimization.
+    /// Passes of every SELECT's optimization (checked by the Database constructor: an
+    /// unknown or required pass in disabled_passes throws SqlError).
     OptimizerOptions optimizer{};
 };
 

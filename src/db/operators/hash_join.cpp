@@ -453,8 +453,19 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
     if (spec.residual) {
         text << ", residual=" << to_string(*spec.residual);
     }
-    text << ", strategy=" << join::strategy_name(spec.strategy)
-         << ", partitions=" << (1U << spec.partition_bits) << (spec.bloom_filter ? ", bloom" : "");
+    text << ", strategy=" << join::strategy_name(spec.strategy);
+    if (spec.strategy == JoinStrategy::automatic) {
+        // Decided when the build side is complete (choose_strategy), from its actual rows.
+        const std::uint64_t threshold = tuning.radix_threshold_bytes;
+        text << " (radix-partitioned above ";
+        if (threshold % (1ULL << 20U) == 0) {
+            text << (threshold >> 20U) << " MiB";
+        } else {
+            text << threshold << " bytes";
+        }
+        text << " of build rows and bucket heads)";
+    }
+    text << ", partitions=" << (1U << spec.partition_bits) << (spec.bloom_filter ? ", bloom" : "");
     spec.description = text.str();
 
     HashJoinNodes nodes;

@@ -27,13 +27,19 @@
 
 namespace mx::db::detail {
 
-/// Knobs of the hash join; the defaults suit the machine this runs on (2 MiB L2, 32 MiB L3).
+/// Knobs of the hash join; the defaults suit the machine this runs on (2 MiB L2 per core, a
+/// large shared L3).
 struct HashJoinTuning {
     /// Output batches hold at most this many rows (big match sets are split).
     std::uint32_t max_output_rows{2048};
     /// JoinStrategy::automatic picks the radix join when the build rows and their bucket heads
-    /// take more than this many bytes (they would not stay in the cache while probing).
-    std::uint64_t radix_threshold_bytes{4ULL << 20U};
+    /// take more than this many bytes (they would not stay in the cache while probing). The
+    /// only radix-or-not threshold: the SQL optimizer leaves the choice to the executor, which
+    /// knows the actual build rows. Partitioning copies every probe row once, which on this
+    /// machine costs more than the cache misses it saves for tables of tens of MiB (TPC-H SF 1:
+    /// Q3 and Q5, whose 5 to 7 MiB tables a 6 M-row lineitem probes, ran about twice as long at
+    /// 4 MiB; Q9, whose table of 320 k wide rows takes about 35 MiB, 15 % longer at 32 MiB).
+    std::uint64_t radix_threshold_bytes{64ULL << 20U};
     /// Micro partition bits (2^bits partitions per side). Empty: from the build child's
     /// estimated rows (partitions of about 128 KiB), 7 when unknown.
     std::optional<unsigned> partition_bits;

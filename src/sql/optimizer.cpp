@@ -23,6 +23,9 @@ constexpr std::array<OptimizerPass, detail::pass_count> passes{{
     {"magic_sets", true,
      "restrict grouped subqueries and large semi/anti join build sides to the keys "
      "the other join side supplies"},
+    {"equivalences", true,
+     "join keys implied by chains of column equalities (a = b AND b = c gives a = c), one per class "
+     "and join"},
     {"join_order", true, "order a region's inner joins by estimated intermediate results (off: FROM order)"},
     {"estimates", false, "estimate every node's rows from the tables' statistics"},
     {"right_semi_joins", true,
@@ -730,6 +733,7 @@ void Optimizer::choose_keys(LogicalNode &join) {
 void Optimizer::connecting_keys(const std::vector<JoinPredicate> &predicates, const std::set<ColumnId> &left,
                                 const std::set<ColumnId> &right, std::vector<db::ExprPtr> &left_keys,
                                 std::vector<db::ExprPtr> &right_keys) {
+    std::set<int> classes; // one key per equivalence class
     for (const auto &predicate : predicates) {
         const db::Expr &e = *predicate.expression;
         if (predicate.used || e.kind() != db::ExprKind::compare || e.compare_op() != db::CompareOp::equal) {
@@ -740,12 +744,102 @@ void Optimizer::connecting_keys(const std::vector<JoinPredicate> &predicates, co
         if (a.empty() || b.empty()) {
             continue;
         }
-        if (subset(a, left) && subset(b, right)) {
-            left_keys.push_back(e.children()[0]);
-            right_keys.push_back(e.children()[1]);
-        } else if (subset(b, left) && subset(a, right)) {
-            left_keys.push_back(e.children()[1]);
-            right_keys.push_back(e.children()[0]);
+        const bool forward = subset(a, left) && subset(b, right);
+        if (!forward && !(subset(b, left) && subset(a, right))) {
+            continue;
+        }
+        if (predicate.equivalence >= 0 && !classes.insert(predicate.equivalence).second) {
+            continue;
+        }
+        left_keys.push_back(e.children()[forward ? 0 : 1]);
+        right_keys.push_back(e.children()[forward ? 1 : 0]);
+    }
+}
+
+void Optimizer::add_implied_equalities(const std::vector<std::set<ColumnId>> &leaf_columns,
+                                       std::vector<JoinPredicate> &predicates) {
+    std::map<ColumnId, std::size_t> leaf_of;
+    for (std::size_t i = 0; i < leaf_columns.size(); ++i) {
+        for (ColumnId id : leaf_columns[i]) {
+            leaf_of[id] = i;
+        }
+    }
+    // Equalities of two plain columns of different relations and of one type: the implied ones
+    // need no cast (a cast would make a side no plain column, and such equalities stay alone).
+    std::map<ColumnId, ColumnId> parent;
+    std::map<ColumnId, db::ExprPtr> column_expr;
+    const auto find = [&](ColumnId id) {
+        while (parent[id] != id) {
+            parent[id] = parent[parent[id]];
+            id = parent[id];
+        }
+        return id;
+    };
+    std::vector<std::size_t> equalities;
+    for (std::size_t p = 0; p < predicates.size(); ++p) {
+        const db::Expr &e = *predicates[p].expression;
+        if (predicates[p].used || e.kind() != db::ExprKind::compare ||
+            e.compare_op() != db::CompareOp::equal || e.child(0).kind() != db::ExprKind::column ||
+            e.child(1).kind() != db::ExprKind::column || e.child(0).type() != e.child(1).type()) {
+            continue;
+        }
+        const ColumnId a = e.child(0).column_index();
+        const ColumnId b = e.child(1).column_index();
+        const auto la = leaf_of.find(a);
+        const auto lb = leaf_of.find(b);
+        if (la == leaf_of.end() || lb == leaf_of.end() || la->second == lb->second) {
+            continue;
+        }
+        for (std::size_t side = 0; side < 2; ++side) {
+            const ColumnId id = side == 0 ? a : b;
+            if (parent.emplace(id, id).second) {
+                column_expr[id] = e.children()[side];
+            }
+        }
+        parent[find(a)] = find(b);
+        equalities.push_back(p);
+    }
+    // Classes of three or more columns only: a single equality implies nothing. Not a class with
+    // two columns of one relation either: the one key per class and join would leave their
+    // equality unchecked (a.x = b.z AND a.y = b.z joins a and b on one of the two).
+    std::map<ColumnId, std::vector<ColumnId>> members;
+    for (const auto &[id, unused] : parent) {
+        members[find(id)].push_back(id);
+    }
+    std::map<ColumnId, int> class_of;
+    for (const auto &[root, ids] : members) {
+        std::set<std::size_t> relations;
+        for (ColumnId id : ids) {
+            relations.insert(leaf_of[id]);
+        }
+        if (ids.size() >= 3 && relations.size() == ids.size()) {
+            const int index = static_cast<int>(class_of.size());
+            class_of[root] = index;
+        }
+    }
+    if (class_of.empty()) {
+        return;
+    }
+    std::set<std::pair<ColumnId, ColumnId>> equated;
+    for (const std::size_t p : equalities) {
+        const db::Expr &e = *predicates[p].expression;
+        const ColumnId a = e.child(0).column_index();
+        const ColumnId b = e.child(1).column_index();
+        if (const auto it = class_of.find(find(a)); it != class_of.end()) {
+            predicates[p].equivalence = it->second;
+            equated.emplace(std::min(a, b), std::max(a, b));
+        }
+    }
+    for (const auto &[root, index] : class_of) {
+        const std::vector<ColumnId> &ids = members[root];
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            for (std::size_t j = i + 1; j < ids.size(); ++j) {
+                if (leaf_of[ids[i]] == leaf_of[ids[j]] || equated.count({ids[i], ids[j]}) != 0) {
+                    continue;
+                }
+                db::ExprPtr implied = db::expr::equal(column_expr[ids[i]], column_expr[ids[j]]);
+                predicates.push_back(JoinPredicate{implied, columns_of(*implied), false, index});
+            }
         }
     }
 }
@@ -759,10 +853,13 @@ Optimizer::JoinComponent Optimizer::join_components(JoinComponent a, JoinCompone
     std::set<ColumnId> ids = std::move(a.ids);
     ids.insert(b.ids.begin(), b.ids.end());
     std::vector<db::ExprPtr> condition;
+    std::set<int> classes; // one equality per equivalence class: the others hold with it
     for (auto &predicate : predicates) {
         if (!predicate.used && subset(predicate.ids, ids)) {
             predicate.used = true;
-            condition.push_back(predicate.expression);
+            if (predicate.equivalence < 0 || classes.insert(predicate.equivalence).second) {
+                condition.push_back(predicate.expression);
+            }
         }
     }
     LogicalPtr join =
@@ -864,6 +961,7 @@ std::vector<Optimizer::JoinComponent> Optimizer::order_by_dp(std::vector<JoinCom
     }
     std::vector<db::ExprPtr> left_keys;
     std::vector<db::ExprPtr> right_keys;
+    std::set<int> classes;
     for (Mask set = 1; set <= all; ++set) {
         if ((set & (set - 1)) == 0) {
             continue; // one relation
@@ -880,11 +978,16 @@ std::vector<Optimizer::JoinComponent> Optimizer::order_by_dp(std::vector<JoinCom
             }
             left_keys.clear();
             right_keys.clear();
+            classes.clear();
             double residual = 1.0;
             for (const auto &condition : conditions) {
                 if ((condition.relations & ~set) != 0 || (condition.relations & ~left) == 0 ||
                     (condition.relations & ~right) == 0) {
                     continue; // not applied by this join
+                }
+                if (const int equivalence = condition.predicate->equivalence;
+                    equivalence >= 0 && !classes.insert(equivalence).second) {
+                    continue; // the class has its key in this join already
                 }
                 const db::Expr &e = *condition.predicate->expression;
                 if (condition.left != 0 && (condition.left & ~left) == 0 && (condition.right & ~right) == 0) {
@@ -1115,6 +1218,15 @@ LogicalPtr Optimizer::rewrite_region(LogicalPtr node) {
             joining.push_back(predicate.expression);
         }
         apply_magic_sets(leaves, joining);
+    }
+
+    if (enabled(Pass::equivalences) && leaves.size() > 2) {
+        std::vector<std::set<ColumnId>> columns;
+        columns.reserve(leaves.size());
+        for (const auto &leaf : leaves) {
+            columns.push_back(id_set(leaf->output));
+        }
+        add_implied_equalities(columns, predicates);
     }
 
     // join_order: dynamic programming chooses the tree of joins for regions it can handle

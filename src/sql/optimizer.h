@@ -17,6 +17,11 @@
 //                    restricts its input; likewise a semi/anti join with a large build side
 //                    waits for the region's joins and its build side reads only the keys of the
 //                    joined probe side,
+//   equivalences     column equalities of a join region form classes of columns that are equal in
+//                    every result row (a = b AND b = c); each pair of a class's columns from
+//                    different relations is a possible join key (a = c: TPC-H Q5 joins customer
+//                    with nation directly), and a join applies one equality per class, so no
+//                    redundant key is hashed or counted twice in the estimates,
 //   join_order       inner joins and cross products of a query block form one region whose
 //                    relations are joined in the order with the smallest sum of estimated
 //                    intermediate results, found by dynamic programming over the connected
@@ -33,9 +38,9 @@
 //   bloom_filters    a join whose probe rows mostly miss filters them with a Bloom filter,
 //   scan_prefetch    a highly selective scan prefetches its predicate's columns entirely and the
 //                    others for the qualifying rows only (dissertation 7.3).
-// fold, pushdown, magic_sets and join_order are steps of one walk over the join regions
+// fold, pushdown, magic_sets, equivalences and join_order are steps of one walk over the join regions
 // (rewrite): a region's join ordering needs its relations rewritten and estimated first, and
-// pushing a condition into a relation rewrites that relation, so each region runs the four steps
+// pushing a condition into a relation rewrites that relation, so each region runs the five steps
 // in order before the region above it. right_semi_joins, right_outer_joins, bloom_filters and
 // scan_prefetch are steps of one walk over the estimated plan (decide). Whether a hash join is
 // radix-partitioned is no optimizer choice: the executor picks it per join from the actual build rows
@@ -83,6 +88,7 @@ enum class Pass : std::uint8_t {
     fold,
     pushdown,
     magic_sets,
+    equivalences,
     join_order,
     estimates,
     right_semi_joins,
@@ -90,7 +96,7 @@ enum class Pass : std::uint8_t {
     bloom_filters,
     scan_prefetch,
 };
-inline constexpr std::size_t pass_count = 9;
+inline constexpr std::size_t pass_count = 10;
 
 class Optimizer {
 public:
@@ -118,6 +124,9 @@ private:
         std::vector<ColumnId> ids;
         /// Set once a join of the region applies it.
         bool used{false};
+        /// An equality of two columns: the index of their equivalence class (see
+        /// add_implied_equalities); -1 for every other predicate.
+        int equivalence{-1};
     };
     /// A subplan of a join region and the columns it produces.
     struct JoinComponent {
@@ -136,8 +145,13 @@ private:
                        std::vector<db::ExprPtr> conjuncts, std::vector<db::ExprPtr> &above,
                        bool keep_constants);
     void choose_keys(LogicalNode &join);
+    /// The pass equivalences: groups the region's equalities of two columns of different
+    /// relations (`leaf_columns`) into classes (union-find) and adds, for every pair of a class's
+    /// columns from different relations not yet equated, the implied equality.
+    static void add_implied_equalities(const std::vector<std::set<ColumnId>> &leaf_columns,
+                                       std::vector<JoinPredicate> &predicates);
     /// The equalities among the unused `predicates` whose sides read `left` and `right` alone:
-    /// the keys a join of the two would use (left side first).
+    /// the keys a join of the two would use (left side first; one per equivalence class).
     static void connecting_keys(const std::vector<JoinPredicate> &predicates, const std::set<ColumnId> &left,
                                 const std::set<ColumnId> &right, std::vector<db::ExprPtr> &left_keys,
                                 std::vector<db::ExprPtr> &right_keys);

@@ -498,6 +498,32 @@ StringRef substring_of(StringRef input, std::int64_t offset, std::int64_t length
     offset = std::clamp(offset, -limit, limit);
     length = std::clamp(length, -limit, limit);
     const std::string_view text = input.view();
+    if (offset >= 1 && length >= 0) {
+        // From a position for a length (SUBSTRING(c_phone, 1, 2)): the characters up to the end
+        // of the result are walked, not the whole string.
+        const std::int64_t first = offset - 1;
+        const std::int64_t last = first + length;
+        std::size_t byte_start = text.size();
+        std::size_t byte_end = text.size();
+        std::int64_t character = 0;
+        for (std::size_t b = 0; b < text.size(); ++b) {
+            if (is_continuation(text[b])) {
+                continue;
+            }
+            if (character == last) {
+                byte_end = b;
+                break;
+            }
+            if (character == first) {
+                byte_start = b;
+            }
+            ++character;
+        }
+        if (byte_start >= byte_end) {
+            return {};
+        }
+        return {text.data() + byte_start, static_cast<std::uint32_t>(byte_end - byte_start)};
+    }
     bool ascii = true;
     std::int64_t characters = 0;
     for (const char c : text) {

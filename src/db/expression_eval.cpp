@@ -1006,9 +1006,32 @@ bool ExprEvaluator::eval_in_list(const Expr &e, Context &ctx, Rows rows, Vector 
         }
         case PhysicalType::string: {
             const auto &list = e._sorted_str;
-            run([&](std::uint32_t i) {
-                return std::binary_search(list.begin(), list.end(), o.at<StringRef>(i).view(), std::less<>{});
-            });
+            if (list.size() <= linear_limit) {
+                // Short lists of short codes (Q22's country codes, Q12's ship modes): lengths
+                // first, then the bytes without a library call.
+                run([&](std::uint32_t i) {
+                    const StringRef value = o.at<StringRef>(i);
+                    return std::any_of(list.begin(), list.end(), [&](const std::string &candidate) {
+                        if (candidate.size() != value.size) {
+                            return false;
+                        }
+                        if (value.size > 16) {
+                            return std::memcmp(candidate.data(), value.data, value.size) == 0;
+                        }
+                        for (std::uint32_t b = 0; b < value.size; ++b) {
+                            if (candidate[b] != value.data[b]) {
+                                return false;
+                            }
+                        }
+                        return true;
+                    });
+                });
+            } else {
+                run([&](std::uint32_t i) {
+                    return std::binary_search(list.begin(), list.end(), o.at<StringRef>(i).view(),
+                                              std::less<>{});
+                });
+            }
             break;
         }
         }

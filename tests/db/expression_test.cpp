@@ -550,6 +550,20 @@ TEST(ExpressionLogic, BetweenAndInLists) {
               texts({"true", "true", "false", "false", "NULL"}));
     EXPECT_EQ(eval_texts(e::in_list(s, {str("MAIL"), str("SHIP")}, true), batch),
               texts({"false", "false", "true", "true", "NULL"}));
+    // Short lists compare lengths, then bytes; long ones search the sorted list. Prefixes, longer
+    // strings with the same start and strings over 16 bytes must not match.
+    Batch words = batch_of(make_column(
+        Type::varchar(), {str("AI"), str("AIRX"), str("a string of over sixteen bytes"),
+                          str("a string of over sixteen bytez"), str(""), null_of(Type::varchar())}));
+    const auto w = e::column(0, Type::varchar());
+    EXPECT_EQ(eval_texts(e::in_list(w, {str("AIR"), str("a string of over sixteen bytes"), str("")}), words),
+              texts({"false", "false", "true", "false", "true", "NULL"}));
+    std::vector<Value> codes;
+    for (const char *code : {"10", "11", "12", "13", "14", "15", "16", "17", "18", "AIRX", ""}) {
+        codes.push_back(str(code));
+    }
+    EXPECT_EQ(eval_texts(e::in_list(w, codes), words),
+              texts({"false", "true", "false", "false", "true", "NULL"}));
     // NULL in the list: no match is NULL, a match is TRUE (DuckDB: 1 IN (1, NULL) true, 2 IN (1, NULL) NULL)
     EXPECT_EQ(eval_texts(e::in_list(x, {i32(1), null_of(Type::integer())}), batch),
               texts({"true", "NULL", "NULL", "NULL", "NULL"}));
@@ -905,6 +919,10 @@ TEST(ExpressionString, SubstringEdgeCasesMatchDuckDB) {
     EXPECT_EQ(sub("hello", 10), "");
     EXPECT_EQ(sub("hello", 5, 10), "o");
     EXPECT_EQ(sub("h\xc3\xa9llo", 2, 2), "\xc3\xa9l");
+    EXPECT_EQ(sub("h\xc3\xa9llo", 1, 2), "h\xc3\xa9");
+    EXPECT_EQ(sub("h\xc3\xa9llo", 3), "llo");
+    EXPECT_EQ(sub("\xc3\xa9\xc3\xa9", 2, 5), "\xc3\xa9");
+    EXPECT_EQ(sub("\xc3\xa9\xc3\xa9", 3, 1), "");
     EXPECT_EQ(sub("h\xc3\xa9llo", -4), "\xc3\xa9llo");
     EXPECT_EQ(sub("hello", -10, 12), "hello");
     EXPECT_EQ(sub("hello", -10), "hello");

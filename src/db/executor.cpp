@@ -328,6 +328,9 @@ std::vector<OperatorAnalysis> analyze(const PlanNode &plan, const ExecutionOptio
                     }
                 }
                 analysis.memory_bytes += query.graph.node(id).memory_bytes();
+                if (std::string note = query.graph.node(id).run_notes(); !note.empty()) {
+                    analysis.notes.append(analysis.notes.empty() ? "" : " ").append(note);
+                }
                 add_pipeline(analysis, id);
             }
             if (analysis.pipelines.empty()) { // fused: runs in the tasks of its output node
@@ -463,6 +466,9 @@ std::string explain_analyze(const QueryResult &result) {
             text.append(" time=").append(format_ms(op.busy));
             if (op.memory_bytes > 0) {
                 text.append(" memory=").append(format_bytes(op.memory_bytes));
+            }
+            if (!op.notes.empty()) {
+                text.append(" ").append(op.notes);
             }
         } else {
             text.append(" fused into ").append(op.fused_into);

@@ -39,7 +39,7 @@ struct Analyzed {
 /// Parses the whole text; a line that does not fit the format fails the test.
 Analyzed parse(const std::string &text) {
     static const std::regex operator_line{
-        R"(^((?:  )+)(\S.*?)  \(rows=(?:(\d+)((?: tasks=(\d+)(?: per worker=([\d/]+))? time=\d+\.\d{3} ms(?: memory=(\d+\.\d) (KiB|MiB))?)|(?: fused into [^()]+?))((?: pipeline \d+: \d+\.\d{3} ms)+)|\? folded into its parent)\)$)"};
+        R"(^((?:  )+)(\S.*?)  \(rows=(?:(\d+)((?: tasks=(\d+)(?: per worker=([\d/]+))? time=\d+\.\d{3} ms(?: memory=(\d+\.\d) (KiB|MiB))?(?: strategy=[a-z-]+)?)|(?: fused into [^()]+?))((?: pipeline \d+: \d+\.\d{3} ms)+)|\? folded into its parent)\)$)"};
     static const std::regex pipeline{R"( pipeline \d+:)"};
     static const std::regex total_line{R"(^Total: (\d+) rows in \d+\.\d{3} ms$)"};
     Analyzed analyzed;
@@ -195,6 +195,20 @@ TEST_F(ExplainAnalyzeTest, JoinCountsBothInputsAndItsOutput) {
     const AnalyzedOperator *scan_t = find(analyzed, "Scan t");
     ASSERT_NE(scan_t, nullptr);
     EXPECT_EQ(scan_t->rows, 300U);
+    // The strategy the build took: EXPLAIN states the rule, EXPLAIN ANALYZE what happened (a
+    // five-row build stays non-partitioned; forced radix is radix).
+    const std::string text = db.explain_analyze(select);
+    const std::string join_line =
+        text.substr(text.find("HashJoin"), text.find('\n', text.find("HashJoin")) - text.find("HashJoin"));
+    EXPECT_NE(join_line.find("strategy=non-partitioned"), std::string::npos) << join_line;
+    DatabaseOptions radix = options();
+    radix.execution.join.strategy = db::JoinStrategy::radix_partitioned;
+    Database forced(runtime, radix);
+    forced.execute(
+        "CREATE TABLE t (a INTEGER NOT NULL, b INTEGER NOT NULL); INSERT INTO t VALUES (1, 2), (2, 4);"
+        "CREATE TABLE u (b INTEGER NOT NULL, name VARCHAR(10)); INSERT INTO u VALUES (2, 'two');");
+    const std::string forced_text = forced.explain_analyze(select);
+    EXPECT_NE(forced_text.find("strategy=radix-partitioned"), std::string::npos) << forced_text;
 }
 
 TEST_F(ExplainAnalyzeTest, AggregateCountsItsGroups) {

@@ -37,27 +37,9 @@ INSERT INTO g VALUES (7), (1), (10);
 
 } // namespace
 
-class MagicSetTest : public ::testing::Test {
+class MagicSetTest : public OnOffSuite<MagicSetTest> {
 protected:
-    static void SetUpTestSuite() {
-        _runtime = new tasking::Runtime(small_runtime_config());
-        _on = new Database(*_runtime, with_magic_sets(true));
-        _off = new Database(*_runtime, with_magic_sets(false));
-        for (Database *db : {_on, _off}) {
-            db->execute(tables);
-            db->execute(
-                "INSERT INTO i VALUES " +
-                values_list(400, [](int r) { return std::to_string(r % 200) + ", " + std::to_string(r); }) +
-                ", (NULL, 5), (NULL, 1000)");
-        }
-    }
-    static void TearDownTestSuite() {
-        delete _on;
-        delete _off;
-        delete _runtime;
-        _on = _off = nullptr;
-        _runtime = nullptr;
-    }
+    static void SetUpTestSuite() { open(with_magic_sets(true), with_magic_sets(false), tables, "i"); }
 
     /// The rows of `sql` with the pass on, after checking that the pass off gives the same rows
     /// and that the pass fired (`fires`) or not.
@@ -71,10 +53,6 @@ protected:
         EXPECT_EQ(on_rows, rows_of(_off->query(sql))) << sql;
         return on_rows;
     }
-
-    static inline tasking::Runtime *_runtime = nullptr;
-    static inline Database *_on = nullptr;
-    static inline Database *_off = nullptr;
 };
 
 using Rows = std::vector<std::string>;

@@ -33,26 +33,10 @@ CREATE TABLE ec (k INTEGER, x INTEGER NOT NULL, s VARCHAR);
 
 } // namespace
 
-class RightOuterJoinTest : public ::testing::Test {
+class RightOuterJoinTest : public OnOffSuite<RightOuterJoinTest> {
 protected:
     static void SetUpTestSuite() {
-        _runtime = new tasking::Runtime(small_runtime_config());
-        _on = new Database(*_runtime, with_right_outer_joins(true));
-        _off = new Database(*_runtime, with_right_outer_joins(false));
-        for (Database *db : {_on, _off}) {
-            db->execute(tables);
-            db->execute(
-                "INSERT INTO o VALUES " +
-                values_list(400, [](int r) { return std::to_string(r % 200) + ", " + std::to_string(r); }) +
-                ", (NULL, 5), (NULL, 1000)");
-        }
-    }
-    static void TearDownTestSuite() {
-        delete _on;
-        delete _off;
-        delete _runtime;
-        _on = _off = nullptr;
-        _runtime = nullptr;
+        open(with_right_outer_joins(true), with_right_outer_joins(false), tables, "o");
     }
 
     /// The rows of `sql` with right outer joins on, after checking that off gives the same rows
@@ -69,10 +53,6 @@ protected:
         EXPECT_EQ(on_rows, rows_of(_off->query(sql))) << sql;
         return on_rows;
     }
-
-    static inline tasking::Runtime *_runtime = nullptr;
-    static inline Database *_on = nullptr;
-    static inline Database *_off = nullptr;
 };
 
 using Rows = std::vector<std::string>;

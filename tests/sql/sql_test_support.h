@@ -66,6 +66,39 @@ inline std::vector<std::string> rows_of(const db::QueryResult &result) {
 
 /// emp and dept: six employees (one without a department, one without a salary, one without a
 /// hiring date) and three departments (one without employees).
+/// A suite's two databases on one runtime: `_on` with an optimizer choice and `_off` without it,
+/// for tests that compare the two. `Suite` keeps each suite's databases apart.
+template <class Suite>
+class OnOffSuite : public ::testing::Test {
+protected:
+    /// Opens both, runs `tables` in each, then fills table `filled` (k INTEGER, q INTEGER) with
+    /// 400 rows, k = r % 200 and q = r (two rows per key), and two rows with a NULL key.
+    static void open(const DatabaseOptions &on, const DatabaseOptions &off, const char *tables,
+                     const std::string &filled) {
+        _runtime = new tasking::Runtime(small_runtime_config());
+        _on = new Database(*_runtime, on);
+        _off = new Database(*_runtime, off);
+        for (Database *db : {_on, _off}) {
+            db->execute(tables);
+            db->execute(
+                "INSERT INTO " + filled + " VALUES " +
+                values_list(400, [](int r) { return std::to_string(r % 200) + ", " + std::to_string(r); }) +
+                ", (NULL, 5), (NULL, 1000)");
+        }
+    }
+    static void TearDownTestSuite() {
+        delete _on;
+        delete _off;
+        delete _runtime;
+        _on = _off = nullptr;
+        _runtime = nullptr;
+    }
+
+    static inline tasking::Runtime *_runtime = nullptr;
+    static inline Database *_on = nullptr;
+    static inline Database *_off = nullptr;
+};
+
 inline constexpr const char *employee_tables = R"sql(
 CREATE TABLE emp (id INTEGER NOT NULL, name VARCHAR(20), dept INTEGER, salary DECIMAL(10,2), hired DATE);
 INSERT INTO emp VALUES

@@ -203,6 +203,10 @@ public:
     /// Bytes its own data structures (hash tables, row stores) hold after a run, for EXPLAIN
     /// ANALYZE: they only grow during a run, so this is the run's peak. Called between runs only.
     [[nodiscard]] virtual std::uint64_t memory_bytes() const { return 0; }
+    /// What the node decided during the last run, for EXPLAIN ANALYZE (e.g. "strategy=radix-
+    /// partitioned" where EXPLAIN can only state the rule); empty for most nodes. Called between
+    /// runs only.
+    [[nodiscard]] virtual std::string run_notes() const { return {}; }
 
     /// Shown by describe() and EXPLAIN, and the label of the node's tasks in traces
     /// (Task::trace_label): consume tasks the name alone, the other callbacks with the phase

@@ -141,6 +141,8 @@ struct OperatorAnalysis {
     std::vector<std::uint64_t> tasks_per_worker;
     /// Bytes its hash tables and row stores held at the end of the run (their peak).
     std::uint64_t memory_bytes{0};
+    /// What its nodes decided during the run (a hash join's strategy), space-separated.
+    std::string notes;
     std::string fused_into;
     /// The pipelines of its dataflow nodes (or of the node it is fused into) and each one's wall
     /// time from start to finish.

@@ -331,6 +331,14 @@ void HashJoinTableNode::consume(dataflow::FlowContext &context, dataflow::Token 
     }
 }
 
+std::string HashJoinTableNode::run_notes() const {
+    const std::shared_ptr<join::BuildSide> build = _state->build;
+    if (!build) {
+        return {};
+    }
+    return std::string("strategy=") + join::strategy_name(build->tables.strategy);
+}
+
 std::uint64_t HashJoinTableNode::memory_bytes() const {
     const std::shared_ptr<join::BuildSide> build = _state->build;
     if (!build) {

@@ -181,6 +181,8 @@ public:
     [[nodiscard]] std::string details() const override;
     /// The build rows (stores with their strings), bucket heads and Bloom filter of the last run.
     [[nodiscard]] std::uint64_t memory_bytes() const override;
+    /// The strategy the last run's build took ("strategy=non-partitioned" or "...radix-...").
+    [[nodiscard]] std::string run_notes() const override;
 
 private:
     std::shared_ptr<join::JoinState> _state;

@@ -228,7 +228,7 @@ TEST_F(OptimizerPassTest, EquivalencesJoinOnOneKeyPerClass) {
     // Two columns of one relation in the chain (a.m and a.v): both equalities must hold, so
     // such a chain is no class and every equality stays a key or a residual.
     const std::string both = "SELECT count(*) FROM big a, mid b, small c WHERE a.m = b.id AND a.v = b.id AND "
-                              "b.id = c.id";
+                             "b.id = c.id";
     EXPECT_EQ(sorted_rows(_all, both), sorted_rows(off, both));
     EXPECT_EQ(sorted_rows(_all, both), (Rows{"21"}));
 }

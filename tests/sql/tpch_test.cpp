@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -73,22 +76,37 @@ bool has_magic_set(const std::string &name) {
     return number == "2" || number == "17" || number == "20" || number == "21" || number == "22";
 }
 
-/// Loads the data set (MX_SQL_TPCH_DATA, default SF 0.01) into `db` and compares the answers of
-/// the queries `selected` accepts with DuckDB's. With `magic_sets`, the queries that
-/// has_magic_set names must show the pass in their EXPLAIN.
-void compare_with_duckdb(mx::sql::Database &db, const std::function<bool(const std::string &)> &selected,
-                         bool magic_sets) {
+/// The data set (MX_SQL_TPCH_DATA, default SF 0.01) and DuckDB's answers for it.
+std::pair<std::string, std::string> tpch_data() {
     const char *data = std::getenv("MX_SQL_TPCH_DATA");
     const char *answers = std::getenv("MX_SQL_TPCH_ANSWERS");
     if (data == nullptr || answers == nullptr) {
         data = MX_TPCH_DATA_DIR;
         answers = MX_TPCH_DATA_DIR "-answers";
     }
-    ASSERT_TRUE(std::filesystem::exists(std::string(answers) + "/q1.csv"))
+    return {data, answers};
+}
+
+/// Loads the data set into `db`.
+void load_tpch(mx::sql::Database &db) {
+    const auto [data, answers] = tpch_data();
+    ASSERT_TRUE(std::filesystem::exists(answers + "/q1.csv"))
         << "no TPC-H data/answers in " << data << ": run `make deps`, then ctest (fixture tpch_data)";
     for (const char *table : mx::tpch::tables) {
         db.execute(std::string("COPY ") + table + " FROM '" + data + "/" + table + ".tbl' (DELIMITER '|')");
     }
+}
+
+/// Loads the data set into `db` and compares the answers of the queries `selected` accepts with
+/// DuckDB's. With `magic_sets`, the queries that has_magic_set names must show the pass in their
+/// EXPLAIN.
+void compare_with_duckdb(mx::sql::Database &db, const std::function<bool(const std::string &)> &selected,
+                         bool magic_sets) {
+    load_tpch(db);
+    if (::testing::Test::HasFatalFailure()) {
+        return;
+    }
+    const std::string answers = tpch_data().second;
     int matched = 0;
     int compared = 0;
     for (const auto &[q, file] : query_files()) {
@@ -174,6 +192,53 @@ TEST_F(TpchQueries, EndToEndWithGreedyJoinOrder) {
     greedy.execute(mx::sql::test::tpch_schema);
     compare_with_duckdb(
         greedy, [](const std::string &) { return true; }, true);
+}
+
+// EXPLAIN ANALYZE of the 22 queries: the plan's root reports the rows the query returns, and a
+// scan without a filter reports every row of its table (a scan with one at most that many).
+TEST_F(TpchQueries, ExplainAnalyzeRowsMatchTheResultsAndTheTables) {
+    load_tpch(db);
+    ASSERT_FALSE(HasFatalFailure());
+    std::map<std::string, std::uint64_t> table_rows;
+    for (const char *table : mx::tpch::tables) {
+        table_rows[table] = db.query(std::string("SELECT * FROM ") + table).row_count();
+    }
+    const std::regex line{R"(^( *)(\S.*?)  \(rows=(\d+))"};
+    for (int q = 1; q <= 22; ++q) {
+        SCOPED_TRACE("q" + std::to_string(q));
+        const std::string text = query_text(q);
+        const std::string analyzed = db.explain_analyze(text);
+        const std::uint64_t returned = db.query(text).row_count();
+        std::istringstream lines{analyzed};
+        std::string current;
+        bool root = true;
+        int scans = 0;
+        while (std::getline(lines, current)) {
+            std::smatch match;
+            if (!std::regex_search(current, match, line)) {
+                continue;
+            }
+            const std::string description = match[2].str();
+            const std::uint64_t rows = std::stoull(match[3].str());
+            if (root) {
+                EXPECT_EQ(rows, returned) << analyzed;
+                root = false;
+            }
+            if (description.rfind("Scan ", 0) != 0) {
+                continue;
+            }
+            ++scans;
+            const std::string table = description.substr(5, description.find(' ', 5) - 5);
+            ASSERT_EQ(table_rows.count(table), 1U) << description;
+            if (description.find(" where ") == std::string::npos) {
+                EXPECT_EQ(rows, table_rows[table]) << current;
+            } else {
+                EXPECT_LE(rows, table_rows[table]) << current;
+            }
+        }
+        EXPECT_FALSE(root) << "no operator line in\n" << analyzed;
+        EXPECT_GT(scans, 0) << analyzed;
+    }
 }
 
 // Each optional optimizer pass alone off: the same answers, and EXPLAIN names the pass as off.

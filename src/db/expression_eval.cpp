@@ -1012,18 +1012,7 @@ bool ExprEvaluator::eval_in_list(const Expr &e, Context &ctx, Rows rows, Vector 
                 run([&](std::uint32_t i) {
                     const StringRef value = o.at<StringRef>(i);
                     return std::any_of(list.begin(), list.end(), [&](const std::string &candidate) {
-                        if (candidate.size() != value.size) {
-                            return false;
-                        }
-                        if (value.size > 16) {
-                            return std::memcmp(candidate.data(), value.data, value.size) == 0;
-                        }
-                        for (std::uint32_t b = 0; b < value.size; ++b) {
-                            if (candidate[b] != value.data[b]) {
-                                return false;
-                            }
-                        }
-                        return true;
+                        return equal_strings(StringRef{candidate}, value);
                     });
                 });
             } else {

@@ -72,7 +72,6 @@ LogicalPtr clone_plan(const LogicalNode &node) {
     copy->join_kind = node.join_kind;
     copy->left_keys = node.left_keys;
     copy->right_keys = node.right_keys;
-    copy->strategy = node.strategy;
     copy->mark = node.mark;
     copy->bloom_filter = node.bloom_filter;
     copy->build_left = node.build_left;

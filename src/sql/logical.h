@@ -120,7 +120,6 @@ struct LogicalNode {
     /// and the rest of the condition as residual.
     std::vector<db::ExprPtr> left_keys;
     std::vector<db::ExprPtr> right_keys;
-    db::JoinStrategy strategy{db::JoinStrategy::automatic};
     /// mark join: the BOOLEAN column it appends (output = the left's columns, then this).
     ColumnId mark{0};
     bool bloom_filter{true};

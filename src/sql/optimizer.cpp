@@ -363,7 +363,7 @@ LogicalPtr Optimizer::optimize(LogicalPtr root) {
         _notes.emplace_back("join order: greedy");
     }
     register_base(*root);
-    // fold, pushdown, magic_sets, join_order: per join region, bottom-up.
+    // fold, pushdown, magic_sets, equivalences, join_order: per join region, bottom-up.
     root = rewrite(std::move(root));
     // estimates: the nodes the region walk has not estimated yet.
     estimate(*root);
@@ -733,7 +733,7 @@ void Optimizer::choose_keys(LogicalNode &join) {
 void Optimizer::connecting_keys(const std::vector<JoinPredicate> &predicates, const std::set<ColumnId> &left,
                                 const std::set<ColumnId> &right, std::vector<db::ExprPtr> &left_keys,
                                 std::vector<db::ExprPtr> &right_keys) {
-    std::set<int> classes; // one key per equivalence class
+    std::set<int> classes;
     for (const auto &predicate : predicates) {
         const db::Expr &e = *predicate.expression;
         if (predicate.used || e.kind() != db::ExprKind::compare || e.compare_op() != db::CompareOp::equal) {
@@ -748,7 +748,7 @@ void Optimizer::connecting_keys(const std::vector<JoinPredicate> &predicates, co
         if (!forward && !(subset(b, left) && subset(a, right))) {
             continue;
         }
-        if (predicate.equivalence >= 0 && !classes.insert(predicate.equivalence).second) {
+        if (!first_of_its_class(predicate, classes)) {
             continue;
         }
         left_keys.push_back(e.children()[forward ? 0 : 1]);
@@ -834,7 +834,7 @@ void Optimizer::add_implied_equalities(const std::vector<std::set<ColumnId>> &le
         const std::vector<ColumnId> &ids = members[root];
         for (std::size_t i = 0; i < ids.size(); ++i) {
             for (std::size_t j = i + 1; j < ids.size(); ++j) {
-                if (leaf_of[ids[i]] == leaf_of[ids[j]] || equated.count({ids[i], ids[j]}) != 0) {
+                if (equated.count({ids[i], ids[j]}) != 0) {
                     continue;
                 }
                 db::ExprPtr implied = db::expr::equal(column_expr[ids[i]], column_expr[ids[j]]);
@@ -853,11 +853,11 @@ Optimizer::JoinComponent Optimizer::join_components(JoinComponent a, JoinCompone
     std::set<ColumnId> ids = std::move(a.ids);
     ids.insert(b.ids.begin(), b.ids.end());
     std::vector<db::ExprPtr> condition;
-    std::set<int> classes; // one equality per equivalence class: the others hold with it
+    std::set<int> classes;
     for (auto &predicate : predicates) {
         if (!predicate.used && subset(predicate.ids, ids)) {
             predicate.used = true;
-            if (predicate.equivalence < 0 || classes.insert(predicate.equivalence).second) {
+            if (first_of_its_class(predicate, classes)) {
                 condition.push_back(predicate.expression);
             }
         }
@@ -985,9 +985,8 @@ std::vector<Optimizer::JoinComponent> Optimizer::order_by_dp(std::vector<JoinCom
                     (condition.relations & ~right) == 0) {
                     continue; // not applied by this join
                 }
-                if (const int equivalence = condition.predicate->equivalence;
-                    equivalence >= 0 && !classes.insert(equivalence).second) {
-                    continue; // the class has its key in this join already
+                if (!first_of_its_class(*condition.predicate, classes)) {
+                    continue;
                 }
                 const db::Expr &e = *condition.predicate->expression;
                 if (condition.left != 0 && (condition.left & ~left) == 0 && (condition.right & ~right) == 0) {

@@ -145,6 +145,12 @@ private:
                        std::vector<db::ExprPtr> conjuncts, std::vector<db::ExprPtr> &above,
                        bool keep_constants);
     void choose_keys(LogicalNode &join);
+    /// Whether a join that applies `predicate` uses it: every predicate but the second and later
+    /// equalities of one equivalence class in the same join (`classes`: those the join has seen;
+    /// the class's other equalities hold once one does).
+    static bool first_of_its_class(const JoinPredicate &predicate, std::set<int> &classes) {
+        return predicate.equivalence < 0 || classes.insert(predicate.equivalence).second;
+    }
     /// The pass equivalences: groups the region's equalities of two columns of different
     /// relations (`leaf_columns`) into classes (union-find) and adds, for every pair of a class's
     /// columns from different relations not yet equated, the implied equality.

@@ -172,7 +172,6 @@ Planner::Result Planner::build_left_join(const LogicalNode &node, const std::set
     result.plan = db::plan::hash_join(std::move(right.plan), std::move(left.plan), kind,
                                       std::move(probe_keys), std::move(build_keys), std::move(residual));
     result.plan->estimated_rows = node.rows;
-    result.plan->join_strategy = node.strategy;
     result.plan->bloom_filter = node.bloom_filter;
     result.layout = outer ? std::move(combined) : left.layout;
     return pruned(std::move(result), required, node.rows);
@@ -318,7 +317,6 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
         result.plan = db::plan::hash_join(std::move(left.plan), std::move(right.plan), node.join_kind,
                                           std::move(probe_keys), std::move(build_keys), std::move(residual));
         result.plan->estimated_rows = node.rows;
-        result.plan->join_strategy = node.strategy;
         result.plan->bloom_filter = node.bloom_filter;
         result.layout = keeps_right ? combined : left.layout;
         if (node.join_kind == db::JoinKind::mark) {

@@ -556,7 +556,6 @@ namespace detail {
 
 void Worker::prepare_trace(const TraceConfig &config, std::uint32_t capacity, std::uint64_t origin) {
     _trace.storage.assign(capacity, TraceEvent{}); // touched now, not on the first events
-    _trace.merge = config.merge_equal_tasks;
     _trace.run_limit = config.merge_equal_tasks ? Worker::max_traced_run : 1U;
     _trace.queue_times = config.queue_times;
     _trace.origin = origin;

@@ -13,6 +13,7 @@
 // NULLs are a separate byte per row (1 = NULL), never an in-band value.
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -99,6 +100,22 @@ struct StringRef {
     friend auto operator<=>(const StringRef &a, const StringRef &b) noexcept { return a.view() <=> b.view(); }
 };
 static_assert(sizeof(StringRef) == 16);
+
+/// Equality of two strings without a library call for short ones.
+[[nodiscard]] inline bool equal_strings(const StringRef &a, const StringRef &b) noexcept {
+    if (a.size != b.size) {
+        return false;
+    }
+    if (a.size <= 16) {
+        for (std::uint32_t i = 0; i < a.size; ++i) {
+            if (a.data[i] != b.data[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+    return std::memcmp(a.data, b.data, a.size) == 0;
+}
 
 /// One value of any type, possibly NULL: constants in expressions and cells of query results.
 struct Value {

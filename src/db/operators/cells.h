@@ -119,22 +119,6 @@ inline constexpr std::uint64_t null_hash = 0x5bd1e9955bd1e995ULL;
     return std::hash<std::string_view>{}(text);
 }
 
-/// Equality of two strings without a library call for short ones.
-[[nodiscard]] inline bool equal_strings(const StringRef &a, const StringRef &b) noexcept {
-    if (a.size != b.size) {
-        return false;
-    }
-    if (a.size <= 16) {
-        for (std::uint32_t i = 0; i < a.size; ++i) {
-            if (a.data[i] != b.data[i]) {
-                return false;
-            }
-        }
-        return true;
-    }
-    return std::memcmp(a.data, b.data, a.size) == 0;
-}
-
 /// Hash of one non-NULL cell.
 [[nodiscard]] inline std::uint64_t hash_cell(PhysicalType physical, const std::byte *cell) noexcept {
     switch (physical) {

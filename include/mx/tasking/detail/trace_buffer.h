@@ -21,13 +21,12 @@ struct TraceBuffer {
     /// The first `stolen_until` slots of the current task buffer came from a steal.
     std::uint32_t stolen_until{0};
     /// The run of equal tasks being recorded (count 0 and `what` nullptr: none): consecutive
-    /// tasks with the same name, resource and flags share one event while `merge` is on. While
+    /// tasks with the same name, resource and flags share one event, up to `run_limit`. While
     /// the run is open, its `retries` holds the worker's retry counter at its start (truncated);
     /// closing it turns that into the retries of its tasks, so the tasks in between read nothing.
     TraceEvent open{};
-    bool merge{true};
-    /// Tasks per event at most: 1 without `merge` (every task its own event), so the per-task
-    /// test needs no separate look at `merge`.
+    /// Tasks per event at most: Worker::max_traced_run with TraceConfig::merge_equal_tasks, else
+    /// 1 (every task its own event).
     std::uint32_t run_limit{1};
     bool queue_times{false}; // TraceConfig::queue_times
     /// The counter at start_trace: a spawn stamp before it is stale (from an earlier trace).

@@ -1,9 +1,9 @@
 // Synchronized execution: a task on a resource runs under the resource's primitive (scheduling,
 // spinlock, reader/writer latch, optimistic versions, HTM). The HTM path is in
-// sync/primitives.cpp (compiled for RTM); run_synchronized, inlined into execute_one, is in
-// worker.cpp.
+// sync/primitives.cpp (compiled for RTM); the optimistic read, inlined into execute_one for the
+// common case of a reader, is in synchronized.h.
 
-#include "mx/tasking/runtime.h"
+#include "synchronized.h"
 
 #include <algorithm>
 
@@ -89,41 +89,6 @@ bool Worker::run_primitive(Task &task, TaskContext &context, ResourcePtr resourc
         return true;
     }
     return true;
-}
-
-bool Worker::run_optimistic_read(Task &task, TaskContext &context, const ResourceHeader &header,
-                                 TaskResult &result) noexcept {
-    // A failed read is undone: the annotations (readers often re-annotate themselves to the
-    // next node) and the bytes the task declares as its optimistic state.
-    const Annotation annotation = task.annotation();
-    const std::span<std::byte> state = task.optimistic_state();
-    if (!state.empty()) {
-        _optimistic_scratch.assign(state.begin(), state.end());
-    }
-    for (std::uint32_t attempt = 0; attempt <= _optimistic_retries; ++attempt) {
-        const std::uint64_t version = header.version.read_begin();
-        if ((version & 1U) == 0) {
-            _in_optimistic_read = true;
-            sync::detail::ignore_reads_begin();
-            result = task.execute(context);
-            sync::detail::ignore_reads_end();
-            _in_optimistic_read = false;
-            if (header.version.validate(version)) {
-                return true;
-            }
-        }
-        bump(_shared.optimistic_retries);
-        Task *successor = result.next();
-        if (successor != nullptr && successor != &task && successor->is_runtime_owned()) {
-            destroy(*successor); // allocated by the failed run and never dispatched
-        }
-        result = TaskResult::done();
-        task.annotate(annotation);
-        if (!state.empty()) {
-            std::copy(_optimistic_scratch.begin(), _optimistic_scratch.end(), state.begin());
-        }
-    }
-    return false;
 }
 
 } // namespace mx::tasking::detail

@@ -6,6 +6,7 @@
 
 #include "mx/system/memory_latency.h"
 #include "mx/tasking/detail/prefetch.h"
+#include "synchronized.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -310,34 +311,7 @@ void Worker::run_bypassed(Task *next) noexcept {
     }
 }
 
-Task *Worker::execute_one(Task &task) noexcept {
-    TaskContext context{*this};
-    _running = &task; // spawns from the task (and its successor) see its epoch
-    TaskResult result = TaskResult::done();
-    if (const ResourcePtr resource = task.resource();
-        !resource || task.access() == AccessMode::none || primitive_of(resource) == sync::Primitive::none)
-        [[likely]] {
-        result = task.execute(context);
-    } else if (!run_synchronized(task, context, result)) {
-        // (A coroutine task may not suspend inside a primitive: asserted in run_synchronized.)
-        // Put back for a later attempt. The re-queue counts as a new spawn that keeps the
-        // task's epoch (_running is still the task), so its resource stays protected.
-        const std::uint8_t epoch = RuntimeCore::epoch_of(task);
-        count_spawn(task);
-        _running = nullptr;
-        push_local(task);
-        bump(_shared.completed[epoch], 1, std::memory_order_release);
-        return nullptr;
-    }
-    if (result.action() == TaskResult::Action::suspend) [[unlikely]] {
-        _running = nullptr;
-        park(task);
-        return nullptr;
-    }
-    return complete(task, result);
-}
-
-Task *Worker::complete(Task &task, const TaskResult &result) noexcept {
+[[gnu::always_inline]] inline Task *Worker::finish(Task &task, const TaskResult &result) noexcept {
     const std::uint8_t epoch = RuntimeCore::epoch_of(task);
     Task *run_now = nullptr;
     if (Task *next = result.next(); next != nullptr) {
@@ -349,6 +323,24 @@ Task *Worker::complete(Task &task, const TaskResult &result) noexcept {
             ++_bypass_chain;
             count_spawn(*next);
             run_now = next;
+        } else if (next == &task && task.resource() && goes_to_local_pool(task)) [[likely]] {
+            // The task hands itself on (a lookup moving to the next node). A task on a resource
+            // keeps its epoch as its own successor, so spawning it and completing this run
+            // would move both counts of one bucket by one: it stays counted as one live task.
+            MX_ASSERT(result.action() == TaskResult::Action::keep,
+                      "a task cannot hand itself on and be removed");
+            bump(_shared.handoffs);
+#if MX_TRACING
+            if (_stamp_spawns) [[unlikely]] {
+                RuntimeCore::stamp_spawn(task, system::cycles());
+            }
+#endif
+            _running = nullptr;
+            push_local(task);
+            if (++_reclamation.tasks_since_epoch_check >= _reclamation.epoch_check_tasks) [[unlikely]] {
+                epoch_duties();
+            }
+            return nullptr;
         } else {
             spawn(*next);
         }
@@ -375,21 +367,56 @@ Task *Worker::complete(Task &task, const TaskResult &result) noexcept {
     return run_now;
 }
 
-[[gnu::always_inline]] inline bool Worker::run_synchronized(Task &task, TaskContext &context,
-                                                            TaskResult &result) noexcept {
+Task *Worker::complete(Task &task, const TaskResult &result) noexcept { return finish(task, result); }
+
+Task *Worker::execute_one(Task &task) noexcept {
+    TaskContext context{*this};
+    _running = &task; // spawns from the task (and its successor) see its epoch
+    TaskResult result = TaskResult::done();
     const ResourcePtr resource = task.resource();
-    ResourceHeader &header = header_of(resource);
-    // A deleted resource stays valid until reclamation frees it: tasks dispatched before the
-    // delete (or carrying a pointer read before it) may still run on it.
-    MX_ASSERT(
-        header.state.load(std::memory_order_relaxed) == ResourceHeader::alive ||
-            header.state.load(std::memory_order_relaxed) == ResourceHeader::retired,
-        "task annotated with something that is not a live resource from new_resource (or already freed)");
-    const bool reader = task.access() == AccessMode::read_only;
-    const bool done = run_primitive(task, context, resource, header, reader, result);
-    MX_ASSERT(result.action() != TaskResult::Action::suspend,
-              "a coroutine task cannot suspend while synchronized on a resource");
-    return done;
+    const AccessMode access = task.access();
+    const sync::Primitive primitive =
+        resource && access != AccessMode::none ? primitive_of(resource) : sync::Primitive::none;
+    bool ran = true;
+    if (primitive == sync::Primitive::none) {
+        result = task.execute(context);
+    } else {
+        // A deleted resource stays valid until reclamation frees it: tasks dispatched before the
+        // delete (or carrying a pointer read before it) may still run on it.
+        MX_ASSERT(header_of(resource).state.load(std::memory_order_relaxed) == ResourceHeader::alive ||
+                      header_of(resource).state.load(std::memory_order_relaxed) == ResourceHeader::retired,
+                  "task annotated with something that is not a live resource from new_resource (or already "
+                  "freed)");
+        // Readers of optimistically synchronized resources, the steps of a lookup in an index,
+        // validate right here; every other combination goes through the primitive switch.
+        if (access == AccessMode::read_only &&
+            (primitive == sync::Primitive::optimistic_latched ||
+             (primitive == sync::Primitive::optimistic_scheduled && !holds(domain_of(resource))))) {
+            ran = run_optimistic_read(task, context, header_of(resource), result);
+        } else {
+            ran = run_primitive(task, context, resource, header_of(resource), access == AccessMode::read_only,
+                                result);
+        }
+        MX_ASSERT(result.action() != TaskResult::Action::suspend,
+                  "a coroutine task cannot suspend while synchronized on a resource");
+    }
+    if (!ran) [[unlikely]] {
+        // An optimistic read kept failing: put back for a later attempt. The re-queue counts as
+        // a new spawn that keeps the task's epoch (_running is still the task), so its resource
+        // stays protected.
+        const std::uint8_t epoch = RuntimeCore::epoch_of(task);
+        count_spawn(task);
+        _running = nullptr;
+        push_local(task);
+        bump(_shared.completed[epoch], 1, std::memory_order_release);
+        return nullptr;
+    }
+    if (result.action() == TaskResult::Action::suspend) [[unlikely]] {
+        _running = nullptr;
+        park(task);
+        return nullptr;
+    }
+    return finish(task, result);
 }
 
 void Worker::drain() noexcept {
@@ -432,7 +459,10 @@ WorkerStatistics Worker::statistics() const noexcept {
     for (std::uint32_t b = 0; b < epoch_buckets; ++b) {
         spawned += _shared.spawned[b].load(std::memory_order_relaxed);
     }
-    s.spawned_local = spawned - s.spawned_remote;
+    // A task handing itself on counts as one more spawn and one more completion.
+    const std::uint64_t handoffs = _shared.handoffs.load(std::memory_order_relaxed);
+    s.tasks_executed += handoffs;
+    s.spawned_local = spawned + handoffs - s.spawned_remote;
     s.allocator_refills = _allocator.refills();
     s.idle_cycles = _shared.idle_cycles.load(std::memory_order_relaxed);
     s.sleeps = _shared.sleeps.load(std::memory_order_relaxed);

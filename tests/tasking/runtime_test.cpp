@@ -466,6 +466,70 @@ TEST_P(RuntimeTest, StatisticsAddUp) {
     }
 }
 
+/// Moves between two resources as a reader until it has made `hops` steps (like a lookup that
+/// walks from node to node), then removes itself.
+class HoppingTask final : public Task {
+public:
+    HoppingTask(mx::tasking::ResourcePtr first, mx::tasking::ResourcePtr second, std::uint32_t hops,
+                std::atomic<std::uint64_t> *steps, std::atomic<std::uint64_t> *wrong) noexcept
+        : _resources{first, second}, _hops(hops), _steps(steps), _wrong(wrong) {
+        annotate(first, mx::tasking::AccessMode::read_only);
+    }
+    TaskResult execute(TaskContext & /*context*/) noexcept override {
+        _steps->fetch_add(1, std::memory_order_relaxed);
+        if (resource() != _resources[_done % 2]) {
+            _wrong->fetch_add(1, std::memory_order_relaxed);
+        }
+        if (++_done == _hops + 1) {
+            return TaskResult::remove();
+        }
+        annotate(_resources[_done % 2], mx::tasking::AccessMode::read_only);
+        return TaskResult::successor(this);
+    }
+
+private:
+    mx::tasking::ResourcePtr _resources[2];
+    std::uint32_t _hops;
+    std::uint32_t _done{0};
+    std::atomic<std::uint64_t> *_steps;
+    std::atomic<std::uint64_t> *_wrong;
+};
+
+TEST_P(RuntimeTest, TaskHandingItselfOnCountsEveryRunAndStaysLiveUntilItEnds) {
+    mx::tasking::ResourceAnnotation annotation;
+    annotation.primitive = mx::sync::Primitive::optimistic_latched;
+    const auto first = runtime().new_resource<std::uint64_t>(annotation, std::uint64_t{1});
+    const auto second = runtime().new_resource<std::uint64_t>(annotation, std::uint64_t{2});
+    const auto before = runtime().statistics();
+    std::atomic<std::uint64_t> steps{0};
+    std::atomic<std::uint64_t> wrong{0};
+    const std::uint32_t tasks = scaled(200);
+    const std::uint32_t hops = 25;
+    for (std::uint32_t i = 0; i < tasks; ++i) {
+        runtime().spawn(*runtime().new_task<HoppingTask>(first, second, hops, &steps, &wrong));
+    }
+    runtime().wait();
+    // wait() returns only once every task made all its steps: a task that hands itself on stays
+    // counted as live in between.
+    EXPECT_EQ(steps.load(), std::uint64_t{tasks} * (hops + 1U));
+    EXPECT_EQ(wrong.load(), 0U) << "a step ran with another step's annotation";
+    EXPECT_EQ(runtime().live_tasks(), 0U);
+    const auto after = runtime().statistics();
+    std::uint64_t executed = 0;
+    std::uint64_t spawned = 0;
+    for (std::size_t w = 0; w < after.size(); ++w) {
+        executed += after[w].tasks_executed - before[w].tasks_executed;
+        spawned += after[w].spawned_local + after[w].spawned_remote - before[w].spawned_local -
+                   before[w].spawned_remote;
+    }
+    // Every run counts as an executed task, and every hand-on as a spawn (the first spawns came
+    // from this thread, outside the workers).
+    EXPECT_GE(executed, std::uint64_t{tasks} * (hops + 1U));
+    EXPECT_GE(spawned, std::uint64_t{tasks} * hops);
+    runtime().delete_resource(first);
+    runtime().delete_resource(second);
+}
+
 TEST_P(RuntimeTest, IdleWorkersSleep) {
     std::atomic<std::uint64_t> ran{0};
     for (std::uint32_t i = 0; i < scaled(1000); ++i) {

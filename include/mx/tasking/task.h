@@ -109,44 +109,44 @@ public:
     [[nodiscard]] virtual const char *trace_label() const noexcept { return nullptr; }
 
     void annotate(const Annotation &annotation) noexcept {
-        _target_worker = annotation.target_worker;
-        _target_region = annotation.target_region;
-        _priority = annotation.priority;
-        _resource = annotation.resource;
-        _access = annotation.access;
-        _prefetch = annotation.prefetch;
-        _squad = annotation.squad;
-        _expected_cycles = annotation.expected_cycles;
+        _h.target_worker = annotation.target_worker;
+        _h.target_region = annotation.target_region;
+        _h.priority = annotation.priority;
+        _h.resource = annotation.resource;
+        _h.access = annotation.access;
+        _h.prefetch = annotation.prefetch;
+        _h.squad = annotation.squad;
+        _h.expected_cycles = annotation.expected_cycles;
     }
     [[nodiscard]] Annotation annotation() const noexcept {
-        return Annotation{.target_worker = _target_worker,
-                          .target_region = _target_region,
-                          .priority = _priority,
-                          .resource = _resource,
-                          .access = _access,
-                          .prefetch = _prefetch,
-                          .squad = _squad,
-                          .expected_cycles = _expected_cycles};
+        return Annotation{.target_worker = _h.target_worker,
+                          .target_region = _h.target_region,
+                          .priority = _h.priority,
+                          .resource = _h.resource,
+                          .access = _h.access,
+                          .prefetch = _h.prefetch,
+                          .squad = _h.squad,
+                          .expected_cycles = _h.expected_cycles};
     }
 
-    void annotate(std::uint16_t target_worker) noexcept { _target_worker = target_worker; }
-    void annotate(Priority priority) noexcept { _priority = priority; }
+    void annotate(std::uint16_t target_worker) noexcept { _h.target_worker = target_worker; }
+    void annotate(Priority priority) noexcept { _h.priority = priority; }
     void annotate(ResourcePtr resource, AccessMode access) noexcept {
-        _resource = resource;
-        _access = access;
+        _h.resource = resource;
+        _h.access = access;
     }
-    void annotate(PrefetchHint prefetch) noexcept { _prefetch = prefetch; }
-    void annotate_region(std::uint8_t region) noexcept { _target_region = region; }
-    void annotate(Squad *squad) noexcept { _squad = squad; }
+    void annotate(PrefetchHint prefetch) noexcept { _h.prefetch = prefetch; }
+    void annotate_region(std::uint8_t region) noexcept { _h.target_region = region; }
+    void annotate(Squad *squad) noexcept { _h.squad = squad; }
 
-    [[nodiscard]] std::uint16_t target_worker() const noexcept { return _target_worker; }
-    [[nodiscard]] std::uint8_t target_region() const noexcept { return _target_region; }
-    [[nodiscard]] Priority priority() const noexcept { return _priority; }
-    [[nodiscard]] ResourcePtr resource() const noexcept { return _resource; }
-    [[nodiscard]] AccessMode access() const noexcept { return _access; }
-    [[nodiscard]] PrefetchHint prefetch_hint() const noexcept { return _prefetch; }
-    [[nodiscard]] Squad *squad() const noexcept { return _squad; }
-    [[nodiscard]] std::uint32_t expected_cycles() const noexcept { return _expected_cycles; }
+    [[nodiscard]] std::uint16_t target_worker() const noexcept { return _h.target_worker; }
+    [[nodiscard]] std::uint8_t target_region() const noexcept { return _h.target_region; }
+    [[nodiscard]] Priority priority() const noexcept { return _h.priority; }
+    [[nodiscard]] ResourcePtr resource() const noexcept { return _h.resource; }
+    [[nodiscard]] AccessMode access() const noexcept { return _h.access; }
+    [[nodiscard]] PrefetchHint prefetch_hint() const noexcept { return _h.prefetch; }
+    [[nodiscard]] Squad *squad() const noexcept { return _h.squad; }
+    [[nodiscard]] std::uint32_t expected_cycles() const noexcept { return _h.expected_cycles; }
 
     template <class T>
     static std::span<std::byte> state_bytes(T &member) noexcept {
@@ -155,7 +155,7 @@ public:
     }
 
     /// True when the runtime allocated this task (new_task) and may destroy it.
-    [[nodiscard]] bool is_runtime_owned() const noexcept { return _size_class != not_runtime_owned; }
+    [[nodiscard]] bool is_runtime_owned() const noexcept { return _h.size_class != not_runtime_owned; }
 
 private:
     template <class T>
@@ -170,28 +170,36 @@ private:
     // Queue link. Written by the producer that enqueues the task and read by the consumer
     // worker; atomic because the multi-producer queue publishes through it.
     std::atomic<Task *> _next{nullptr};
-    ResourcePtr _resource{};
-    PrefetchHint _prefetch{};
-    Squad *_squad{nullptr};
-    std::uint32_t _expected_cycles{0};
-    // Low 32 bits of the time-stamp counter at the last spawn while a trace recorded (high 8 bits
-    // in _spawn_tsc_high, in the header's last byte): the queue time of a traced task. Written by
-    // the spawning thread before the task is queued, read by the worker that runs it; left alone
-    // while no trace records, so spawns cost nothing extra then.
-    std::uint32_t _spawn_tsc{0};
-    std::uint16_t _target_worker{any_worker};
-    std::uint8_t _target_region{any_region};
-    Priority _priority{Priority::normal};
-    AccessMode _access{AccessMode::none};
 
-protected:
-    // Runtime bookkeeping, written by the allocating thread before the first spawn.
-    // Size class of the allocation (memory::TaskAllocator) or not_runtime_owned.
-    std::uint8_t _size_class{not_runtime_owned};
-    // Epoch stamp for memory reclamation, written by the dispatching thread at spawn and read by
-    // the executing worker.
-    std::uint8_t _epoch{0};
-    std::uint8_t _spawn_tsc_high{0};
+    /// Everything after the queue link, in one trivially copyable block: an optimistic read saves
+    /// the annotations before the run and puts them back after a failed validation with a few
+    /// moves (the runtime's fields in the block do not change while the task runs).
+    struct Header {
+        // The annotations, owned by whoever holds the task (its spawner, then the worker running
+        // it).
+        ResourcePtr resource{};
+        PrefetchHint prefetch{};
+        Squad *squad{nullptr};
+        std::uint32_t expected_cycles{0};
+        // Low 32 bits of the time-stamp counter at the last spawn while a trace recorded (high 8
+        // bits in spawn_tsc_high, the header's last byte): the queue time of a traced task.
+        // Written by the spawning thread before the task is queued, read by the worker that runs
+        // it; left alone while no trace records, so spawns cost nothing extra then.
+        std::uint32_t spawn_tsc{0};
+        std::uint16_t target_worker{any_worker};
+        std::uint8_t target_region{any_region};
+        Priority priority{Priority::normal};
+        AccessMode access{AccessMode::none};
+        // Runtime bookkeeping. Size class of the allocation (memory::TaskAllocator) or
+        // not_runtime_owned, written by the allocating thread before the first spawn.
+        std::uint8_t size_class{not_runtime_owned};
+        // Epoch stamp for memory reclamation, written by the dispatching thread at spawn and read
+        // by the executing worker.
+        std::uint8_t epoch{0};
+        std::uint8_t spawn_tsc_high{0};
+    };
+    static_assert(std::is_trivially_copyable_v<Header>);
+    Header _h{};
 };
 
 static_assert(sizeof(Task) == system::cache_line_size, "the task header must stay one cache line");

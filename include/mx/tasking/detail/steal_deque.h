@@ -30,7 +30,7 @@ public:
 
     /// Owner only. Grows the ring when full (the old ring stays readable for thieves that
     /// loaded it, and is freed with the deque).
-    void push(Task &task) noexcept {
+    [[gnu::always_inline]] void push(Task &task) noexcept {
         const std::int64_t bottom = _bottom.load(std::memory_order_relaxed);
         Ring *ring = _array.load(std::memory_order_relaxed);
         // Top only grows: the owner's last look at it bounds the size from above, so the

@@ -31,7 +31,7 @@ public:
         : _regions(regions), _stealing(stealing), _lifo(lifo), _remote(std::make_unique<Remote[]>(regions)) {}
 
     /// A task the worker spawned for itself: stealable when stealing is on.
-    void push_local(Task &task) noexcept {
+    [[gnu::always_inline]] void push_local(Task &task) noexcept {
         const std::size_t priority = index(task.priority());
         if (_stealing) {
             _deques[priority].push(task);

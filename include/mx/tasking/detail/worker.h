@@ -142,6 +142,8 @@ private:
     /// After a task finished: successor, remove/stop, completion count, epoch duties. Returns
     /// the successor to run right away (already counted as spawned) or nullptr.
     Task *complete(Task &task, const TaskResult &result) noexcept;
+    /// complete()'s body, inlined into execute_one.
+    Task *finish(Task &task, const TaskResult &result) noexcept;
     /// Whether the task's annotations let it run right here (no squad, region or other target
     /// worker, and no scheduled resource whose domain this worker does not hold): a bypass runs
     /// such a successor at once.
@@ -175,9 +177,8 @@ private:
     /// Whether start_trace or stop_trace waits for this worker to notice (idle loop, sleep).
     [[nodiscard]] bool trace_change_pending() const noexcept;
     void record(const TraceEvent &event) noexcept { _trace.record(event); }
-    /// Runs the task under its resource's primitive. False: an optimistic read kept failing;
-    /// the task was put back into the pool.
-    bool run_synchronized(Task &task, TaskContext &context, TaskResult &result) noexcept;
+    /// Runs the task under its resource's primitive. False: an optimistic read kept failing
+    /// (execute_one puts the task back into the pool).
     bool run_primitive(Task &task, TaskContext &context, ResourcePtr resource, ResourceHeader &header,
                        bool reader, TaskResult &result) noexcept;
     bool run_optimistic_read(Task &task, TaskContext &context, const ResourceHeader &header,
@@ -245,6 +246,7 @@ private:
     // count_spawn reads anyway, so an untraced spawn's check touches no other line.
     bool _stamp_spawns{false};
     std::vector<std::byte> _optimistic_scratch;
+    Task::Header _optimistic_saved{}; // the running reader's header, restored after a failed read
     // The domains this worker believes it owns; one stolen by another worker is dropped when
     // fill() sees its new owner.
     std::vector<std::uint32_t> _domains;
@@ -277,6 +279,7 @@ private:
         alignas(system::cache_line_size) std::atomic<std::uint64_t> completed[epoch_buckets]{};
         std::atomic<std::uint64_t> spawned[epoch_buckets]{};
         std::atomic<std::uint64_t> spawned_remote{0};
+        std::atomic<std::uint64_t> handoffs{0}; // tasks that were their own successor (statistics)
         std::atomic<std::uint64_t> idle_cycles{0};
         std::atomic<std::uint64_t> sleeps{0};
         std::atomic<std::uint64_t> optimistic_retries{0};
@@ -388,21 +391,21 @@ public:
     }
 
     static void mark_runtime_owned(Task &task, std::uint8_t size_class) noexcept {
-        task._size_class = size_class;
+        task._h.size_class = size_class;
     }
-    static std::uint8_t size_class_of(const Task &task) noexcept { return task._size_class; }
-    static void set_epoch(Task &task, std::uint8_t epoch) noexcept { task._epoch = epoch; }
+    static std::uint8_t size_class_of(const Task &task) noexcept { return task._h.size_class; }
+    static void set_epoch(Task &task, std::uint8_t epoch) noexcept { task._h.epoch = epoch; }
     /// The spawn time stamp of a traced task: the counter's low 40 bits (they wrap after about
     /// six minutes at 3 GHz, far beyond a queue time), 0 = never stamped.
     static constexpr std::uint64_t spawn_tsc_mask = (std::uint64_t{1} << 40U) - 1U;
     static void stamp_spawn(Task &task, std::uint64_t tsc) noexcept {
-        task._spawn_tsc = static_cast<std::uint32_t>(tsc);
-        task._spawn_tsc_high = static_cast<std::uint8_t>(tsc >> 32U);
+        task._h.spawn_tsc = static_cast<std::uint32_t>(tsc);
+        task._h.spawn_tsc_high = static_cast<std::uint8_t>(tsc >> 32U);
     }
     static std::uint64_t spawn_tsc_of(const Task &task) noexcept {
-        return (std::uint64_t{task._spawn_tsc_high} << 32U) | task._spawn_tsc;
+        return (std::uint64_t{task._h.spawn_tsc_high} << 32U) | task._h.spawn_tsc;
     }
-    static std::uint8_t epoch_of(const Task &task) noexcept { return task._epoch; }
+    static std::uint8_t epoch_of(const Task &task) noexcept { return task._h.epoch; }
     /// Destroys a runtime-owned task from a thread that is not a worker.
     void destroy_external(Task &task) noexcept;
 
@@ -550,18 +553,23 @@ inline bool Worker::stays_here(const Task &task) const noexcept {
     return !routed_to_owner(task) || holds(domain_of(task.resource()));
 }
 
-inline void Worker::push_local(Task &task) noexcept {
+[[gnu::always_inline]] inline void Worker::push_local(Task &task) noexcept {
     _pool.push_local(task);
     if (_stealing && _core->sleepers() != 0) [[unlikely]] {
         _core->wake_thief(this);
     }
 }
 
+/// No squad, region, worker or owning domain: the task goes into this worker's pool.
+inline bool goes_to_local_pool(const Task &task) noexcept {
+    return task.squad() == nullptr && task.target_region() == any_region &&
+           task.target_worker() == any_worker && !routed_to_owner(task);
+}
+
 inline void Worker::spawn(Task &task) noexcept {
     MX_ASSERT(!_in_optimistic_read,
               "an optimistic reader may run again: return successors via TaskResult instead of spawning");
-    if (task.squad() == nullptr && task.target_region() == any_region && task.target_worker() == any_worker &&
-        !routed_to_owner(task)) [[likely]] {
+    if (goes_to_local_pool(task)) [[likely]] {
         count_spawn(task);
         push_local(task);
         return;

@@ -36,7 +36,7 @@ void Worker::retire(void *object, void (*deleter)(void *) noexcept) noexcept {
 }
 
 void Worker::epoch_duties() noexcept {
-    _reclamation.tasks_since_epoch_check = 0;
+    _reclamation.tasks_until_epoch_check = _reclamation.epoch_check_tasks;
     if (!_reclamation.enabled) {
         return;
     }

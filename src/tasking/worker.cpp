@@ -302,7 +302,9 @@ void Worker::execute_sampled(Task &task) noexcept {
 
 void Worker::execute(Task &task) noexcept {
     _bypass_chain = 0;
-    run_bypassed(execute_one(task));
+    for (Task *next = execute_one(task); next != nullptr;) {
+        next = execute_one(*next);
+    }
 }
 
 void Worker::run_bypassed(Task *next) noexcept {
@@ -337,7 +339,7 @@ void Worker::run_bypassed(Task *next) noexcept {
 #endif
             _running = nullptr;
             push_local(task);
-            if (++_reclamation.tasks_since_epoch_check >= _reclamation.epoch_check_tasks) [[unlikely]] {
+            if (--_reclamation.tasks_until_epoch_check == 0) [[unlikely]] {
                 epoch_duties();
             }
             return nullptr;
@@ -361,7 +363,7 @@ void Worker::run_bypassed(Task *next) noexcept {
     _running = nullptr;
     // Release: a thread that sees this count also sees every spawn above (wait(), reclamation).
     bump(_shared.completed[epoch], 1, std::memory_order_release);
-    if (++_reclamation.tasks_since_epoch_check >= _reclamation.epoch_check_tasks) [[unlikely]] {
+    if (--_reclamation.tasks_until_epoch_check == 0) [[unlikely]] {
         epoch_duties();
     }
     return run_now;
@@ -369,7 +371,7 @@ void Worker::run_bypassed(Task *next) noexcept {
 
 Task *Worker::complete(Task &task, const TaskResult &result) noexcept { return finish(task, result); }
 
-Task *Worker::execute_one(Task &task) noexcept {
+[[gnu::always_inline]] inline Task *Worker::execute_one(Task &task) noexcept {
     TaskContext context{*this};
     _running = &task; // spawns from the task (and its successor) see its epoch
     TaskResult result = TaskResult::done();

@@ -31,15 +31,16 @@ struct Retired {
 /// runtime's destructor, after the thread ended).
 struct Reclamation {
     Reclamation(bool on, std::uint32_t check_tasks, std::unique_ptr<Task> reclaim_task) noexcept
-        : enabled(on), epoch_check_tasks(check_tasks), task(std::move(reclaim_task)) {}
+        : enabled(on), epoch_check_tasks(check_tasks), tasks_until_epoch_check(check_tasks),
+          task(std::move(reclaim_task)) {}
 
-    bool enabled;                    // RuntimeConfig::memory_reclamation
-    std::uint8_t local_epoch{0};     // global epoch mod buckets, refreshed per buffer
-    std::uint32_t epoch_check_tasks; // tasks between two epoch checks (at least 1)
-    std::uint32_t tasks_since_epoch_check{0};
-    bool pending{false};          // the reclamation task is queued
-    std::vector<Retired> retired; // in retire order, so oldest epoch first
-    std::unique_ptr<Task> task;   // not allocated, so live_tasks() does not count it
+    bool enabled;                          // RuntimeConfig::memory_reclamation
+    std::uint8_t local_epoch{0};           // global epoch mod buckets, refreshed per buffer
+    std::uint32_t epoch_check_tasks;       // tasks between two epoch checks (at least 1)
+    std::uint32_t tasks_until_epoch_check; // counts down per task; the check reloads it
+    bool pending{false};                   // the reclamation task is queued
+    std::vector<Retired> retired;          // in retire order, so oldest epoch first
+    std::unique_ptr<Task> task;            // not allocated, so live_tasks() does not count it
 };
 
 /// The runtime-wide part: the global epoch, when it last advanced, and the objects that threads

@@ -566,7 +566,7 @@ inline bool goes_to_local_pool(const Task &task) noexcept {
            task.target_worker() == any_worker && !routed_to_owner(task);
 }
 
-inline void Worker::spawn(Task &task) noexcept {
+[[gnu::always_inline]] inline void Worker::spawn(Task &task) noexcept {
     MX_ASSERT(!_in_optimistic_read,
               "an optimistic reader may run again: return successors via TaskResult instead of spawning");
     if (goes_to_local_pool(task)) [[likely]] {
@@ -580,7 +580,7 @@ inline void Worker::spawn(Task &task) noexcept {
 /// Destroys a runtime-owned task and returns its memory through `free(memory, size_class)` (or
 /// aligned delete for oversized tasks); the counterpart of construct_task.
 template <class Free>
-void destroy_task(RuntimeCore &core, Task &task, Free &&free) noexcept {
+[[gnu::always_inline]] inline void destroy_task(RuntimeCore &core, Task &task, Free &&free) noexcept {
     MX_ASSERT(task.is_runtime_owned(),
               "a task the runtime did not allocate cannot be removed or deleted by it");
     const std::uint8_t size_class = RuntimeCore::size_class_of(task);

@@ -24,6 +24,7 @@
 
 #include <mx/db/catalog.h>
 
+#include "ast.h"
 #include "logical.h"
 #include "parser.h"
 
@@ -287,9 +288,7 @@ private:
     int _query_depth{0}; // nesting of query blocks being bound
 };
 
-/// Statement depth limit: parse trees nested deeper are refused (binding recurses per level).
-inline constexpr int max_expression_depth = 256;
-/// Query blocks nested deeper (subqueries in subqueries ...) are refused.
-inline constexpr int max_query_depth = 64;
+using ast::max_expression_depth;
+using ast::max_query_depth;
 
 } // namespace mx::sql::detail

@@ -338,8 +338,17 @@ ExprPtr Converter::expression(const Json &node) {
             }
         } else if (kind == "A_Indirection" || kind == "A_ArrayExpr") {
             message = "arrays and rows are not supported";
+            if (ExprPtr argument = optional_expression(field(body, "arg"))) {
+                children.push_back(std::move(argument));
+            }
+            for (ExprPtr &element : expressions(list_field(body, "elements"))) {
+                children.push_back(std::move(element));
+            }
         } else if (kind == "CollateClause") {
             message = "COLLATE is not supported";
+            if (ExprPtr argument = optional_expression(field(body, "arg"))) {
+                children.push_back(std::move(argument));
+            }
         }
         out->location = location_of(node);
         out->node = ast::Unsupported{std::move(message), std::move(children)};

@@ -276,5 +276,29 @@ TEST(Ast, UnsupportedConstructsCarryTheirError) {
     EXPECT_EQ(node->as<ast::Unsupported>()->message, "expression nested too deeply (more than 256 levels)");
 }
 
+TEST(Ast, QueryBlocksBeyondTheLimitAreLeftEmpty) {
+    std::string text = "SELECT * FROM ";
+    for (int i = 0; i < 80; ++i) {
+        text.append("(SELECT * FROM ");
+    }
+    text.append("t");
+    for (int i = 0; i < 80; ++i) {
+        text.append(") AS t").append(std::to_string(i));
+    }
+    const ast::Statement statement = convert(text);
+    const ast::SelectStmt *select = &select_of(statement);
+    int level = 1;
+    while (!select->too_deep) {
+        ASSERT_EQ(select->from.size(), 1U);
+        const auto *derived = std::get_if<ast::RangeSubselect>(&select->from[0]->node);
+        ASSERT_NE(derived, nullptr);
+        select = derived->query.get();
+        ++level;
+    }
+    // Binding refuses blocks deeper than max_query_depth before it reaches this one.
+    EXPECT_EQ(level, ast::max_query_depth + 2);
+    EXPECT_TRUE(select->from.empty());
+}
+
 } // namespace
 } // namespace mx::sql::detail

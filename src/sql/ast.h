@@ -39,8 +39,8 @@ struct SortBy {
     bool using_operator{false}; ///< ORDER BY x USING <
 };
 
-/// A type name as written (CAST, CREATE TABLE): `names` without a schema qualifier removed
-/// (pg_catalog.int4), the modifiers as expressions (DECIMAL(15, 2)).
+/// A type name as written (CAST, CREATE TABLE): `names` with their qualifier (pg_catalog.int4
+/// for INTEGER), the modifiers as expressions (DECIMAL(15, 2)).
 struct TypeName {
     std::vector<std::string> names;
     std::vector<ExprPtr> modifiers;
@@ -58,7 +58,8 @@ struct ColumnRef {
     bool inner_star{false};
 };
 
-/// A literal. `text` holds string literals and the digits of numbers beyond 32-bit integers.
+/// A literal. `text` holds string literals and the numbers that are no 32-bit integer (decimals,
+/// exponents, larger integers) as written.
 struct Constant {
     enum class Kind : std::uint8_t { null, integer, string, boolean, number, bit_string, unknown };
     Kind kind{Kind::null};

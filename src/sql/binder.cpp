@@ -7,624 +7,51 @@
 
 namespace mx::sql::detail {
 
-namespace {
-
-/// Clauses of SELECT that TunaDB does not implement, with the name users know them by.
-void reject_unsupported(const Json &select, Binder &binder) {
-    static const std::pair<const char *, const char *> unsupported[] = {
-        {"windowClause", "WINDOW clauses"},
-        {"lockingClause", "FOR UPDATE/SHARE"},
-        {"intoClause", "SELECT INTO"},
-        {"groupDistinct", "GROUP BY DISTINCT"},
-    };
-    for (const auto &[key, what] : unsupported) {
-        if (select.contains(key)) {
-            std::string message(what);
-            message.append(" are not supported");
-            binder.fail(message, -1);
-        }
-    }
-}
-
-} // namespace
-
 void Binder::fail(const std::string &message, std::int64_t location) const {
     throw _source.error(message, location >= 0 ? location : _statement_location);
 }
 
-std::vector<const Json *> Binder::split_and(const Json &node, int depth) {
-    if (depth > max_expression_depth) {
-        fail("expression nested too deeply (more than 256 levels)", location_of(node));
-    }
-    std::vector<const Json *> out;
-    if (node_name(node) == "BoolExpr" && string_field(node_body(node), "boolop") == "AND_EXPR") {
-        for (const Json *argument : list_field(node_body(node), "args")) {
-            auto inner = split_and(*argument, depth + 1);
-            out.insert(out.end(), inner.begin(), inner.end());
-        }
-        return out;
-    }
-    out.push_back(&node);
-    return out;
-}
-
-LogicalPtr Binder::join_and_filter(LogicalPtr tree, Block &block) {
-    for (auto &leaf : block.leaves) {
-        tree = make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
-    }
-    for (auto &semi : block.semi_joins) {
-        tree = make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
-    }
-    tree = apply_joins(std::move(tree), block.outer_leaves);
-    if (!block.where_conjuncts.empty()) {
-        tree = make_filter(std::move(tree), std::move(block.where_conjuncts));
-    }
-    return tree;
-}
-
-LogicalPtr Binder::apply_joins(LogicalPtr tree, std::vector<SemiJoin> &joins) {
-    for (auto &join : joins) {
-        tree =
-            join.kind == db::JoinKind::mark
-                ? make_mark_join(std::move(tree), std::move(join.right), std::move(join.conjuncts), join.mark)
-                : make_join(join.kind, std::move(tree), std::move(join.right), std::move(join.conjuncts));
-    }
-    joins.clear();
-    return tree;
-}
-
-LogicalPtr Binder::one_row_relation() {
-    if (_one_row == nullptr) {
-        db::TableBuilder builder("(no table)",
-                                 db::Schema({db::ColumnDef{"dummy", db::Type::boolean(), false}}));
-        const db::Value value = db::Value::boolean(true);
-        const std::string error = builder.append_row(std::span<const db::Value>(&value, 1));
-        if (!error.empty()) {
-            throw SqlError("internal error: " + error);
-        }
-        _one_row = builder.finish();
-    }
-    std::vector<ColumnId> ids{_columns.add("dummy", db::Type::boolean(), false)};
-    return make_get(_one_row, std::move(ids), "(no table)");
-}
-
-LogicalPtr Binder::bind_table_reference(const Json &range_var, Block &block) {
-    const std::string name = string_field(range_var, "relname");
-    const std::int64_t location = int_field(range_var, "location", -1);
-    const std::string schema = string_field(range_var, "schemaname");
-    if (!string_field(range_var, "catalogname").empty() ||
-        (!schema.empty() && !equal_names(schema, "main") && !equal_names(schema, "public"))) {
-        fail("schemas are not supported: \"" + schema + "\" (tables live in one namespace)", location);
-    }
-    const Json &alias = field(range_var, "alias");
-    // A CTE of this or an enclosing block shadows a table of the same name.
-    if (schema.empty()) {
-        for (Scope *scope = &block.scope; scope != nullptr; scope = scope->parent) {
-            const auto it = scope->ctes.find(lower(name));
-            if (it == scope->ctes.end()) {
-                continue;
-            }
-            for (Scope *s = &block.scope; s != nullptr; s = s->parent) {
-                if (std::find(s->binding_ctes.begin(), s->binding_ctes.end(), lower(name)) !=
-                    s->binding_ctes.end()) {
-                    fail("recursive reference to WITH query \"" + name + "\" is not supported", location);
-                }
-            }
-            Json alias_node = alias.is_object() ? alias : Json::object();
-            if (!alias_node.contains("aliasname")) {
-                alias_node["aliasname"] = name;
-            }
-            return bind_derived_table(*it->second.query, alias_node, location, block, it->second.query,
-                                      &it->second.column_aliases);
-        }
-    }
-    auto table = _catalog.find(name);
-    if (table == nullptr) {
-        fail("table \"" + name + "\" does not exist", location);
-    }
-    RangeEntry entry;
-    entry.alias = alias.is_object() ? string_field(alias, "aliasname") : table->name();
-    const auto column_aliases = list_field(alias, "colnames");
-    if (column_aliases.size() > table->schema().size()) {
-        fail("table \"" + name + "\" has fewer columns than aliases given", location);
-    }
-    std::vector<ColumnId> ids;
-    for (std::size_t i = 0; i < table->schema().size(); ++i) {
-        const auto &definition = table->schema()[i];
-        std::string column = i < column_aliases.size() ? string_value(*column_aliases[i]) : definition.name;
-        ids.push_back(_columns.add(column, definition.type, definition.nullable));
-        entry.names.push_back(std::move(column));
-        entry.ids.push_back(ids.back());
-    }
-    for (const auto &other : block.scope.entries) {
-        if (equal_names(other.alias, entry.alias)) {
-            fail("table name \"" + entry.alias + "\" specified more than once", location);
-        }
-    }
-    block.scope.entries.push_back(std::move(entry));
-    return make_get(std::move(table), std::move(ids), block.scope.entries.back().alias);
-}
-
-LogicalPtr Binder::bind_derived_table(const Json &subquery, const Json &alias, std::int64_t location,
-                                      Block &block, const Json *cte_query,
-                                      const std::vector<std::string> *cte_columns) {
-    if (node_name(subquery) != "SelectStmt") {
-        fail("only SELECT subqueries are supported in FROM", location);
-    }
-    // A derived table sees the enclosing blocks' CTEs but none of their columns (no LATERAL).
-    Scope isolated;
-    isolated.ctes = block.scope.ctes;
-    for (Scope *scope = block.scope.parent; scope != nullptr; scope = scope->parent) {
-        for (const auto &[name, definition] : scope->ctes) {
-            isolated.ctes.emplace(name, definition);
-        }
-    }
-    if (cte_query != nullptr) {
-        isolated.binding_ctes.push_back(lower(string_field(alias, "aliasname")));
-        for (Scope *scope = &block.scope; scope != nullptr; scope = scope->parent) {
-            isolated.binding_ctes.insert(isolated.binding_ctes.end(), scope->binding_ctes.begin(),
-                                         scope->binding_ctes.end());
-        }
-    }
-    BoundQuery bound = bind_select(node_body(subquery), &isolated);
-    RangeEntry entry;
-    entry.alias = alias.is_object() ? string_field(alias, "aliasname") : std::string();
-    if (entry.alias.empty()) {
-        fail("subquery in FROM must have an alias", location);
-    }
-    std::vector<std::string> names = bound.names;
-    std::vector<std::string> aliases;
-    for (const Json *column : list_field(alias, "colnames")) {
-        aliases.push_back(string_value(*column));
-    }
-    if (aliases.empty() && cte_columns != nullptr) {
-        aliases = *cte_columns;
-    }
-    if (aliases.size() > names.size()) {
-        fail("\"" + entry.alias + "\" has " + std::to_string(names.size()) + " columns available but " +
-                 std::to_string(aliases.size()) + " columns specified",
-             location);
-    }
-    for (std::size_t i = 0; i < aliases.size(); ++i) {
-        names[i] = aliases[i];
-    }
-    // Give the derived table's columns their own ids so that name lookups and EXPLAIN show the
-    // alias; a projection of plain column references costs nothing and is pruned away.
-    std::vector<db::ExprPtr> expressions;
-    std::vector<ColumnId> ids;
-    for (std::size_t i = 0; i < bound.plan->output.size(); ++i) {
-        const ColumnId inner = bound.plan->output[i];
-        expressions.push_back(_columns.ref(inner));
-        ids.push_back(_columns.add(names[i], _columns[inner].type, _columns[inner].nullable));
-    }
-    entry.names = names;
-    entry.ids = ids;
-    for (const auto &other : block.scope.entries) {
-        if (equal_names(other.alias, entry.alias)) {
-            fail("table name \"" + entry.alias + "\" specified more than once", location);
-        }
-    }
-    block.scope.entries.push_back(std::move(entry));
-    return make_project(std::move(bound.plan), std::move(expressions), std::move(ids));
-}
-
-LogicalPtr Binder::bind_from(const Json &item, Block &block) {
-    const std::string_view kind = node_name(item);
-    const Json &body = node_body(item);
-    if (kind == "RangeVar") {
-        return bind_table_reference(body, block);
-    }
-    if (kind == "RangeSubselect") {
-        if (bool_field(body, "lateral")) {
-            fail("LATERAL subqueries are not supported", location_of(field(body, "subquery")));
-        }
-        return bind_derived_table(field(body, "subquery"), field(body, "alias"),
-                                  location_of(field(body, "subquery")), block);
-    }
-    if (kind == "JoinExpr") {
-        return bind_join(body, block);
-    }
-    if (kind == "RangeFunction") {
-        fail("table functions are not supported", location_of(item));
-    }
-    fail("unsupported FROM item: " + std::string(kind), location_of(item));
-}
-
-std::vector<std::string> Binder::visible_names(const Block &block, std::size_t from, std::size_t to) {
-    std::vector<std::string> names;
-    for (std::size_t e = from; e < to; ++e) {
-        const RangeEntry &entry = block.scope.entries[e];
-        for (std::size_t i = 0; i < entry.names.size(); ++i) {
-            if (!entry.is_hidden(i)) {
-                names.push_back(entry.names[i]);
-            }
-        }
-    }
-    return names;
-}
-
-std::pair<std::size_t, std::size_t> Binder::join_column(const Block &block, std::size_t from, std::size_t to,
-                                                        const std::string &name, const char *side,
-                                                        std::int64_t location) {
-    std::optional<std::pair<std::size_t, std::size_t>> found;
-    for (std::size_t e = from; e < to; ++e) {
-        const RangeEntry &entry = block.scope.entries[e];
-        for (std::size_t i = 0; i < entry.names.size(); ++i) {
-            if (entry.is_hidden(i) || !equal_names(entry.names[i], name)) {
-                continue;
-            }
-            if (found.has_value()) {
-                fail("common column name \"" + name + "\" appears more than once in " + side + " table",
-                     location);
-            }
-            found = std::make_pair(e, i);
-        }
-    }
-    if (!found.has_value()) {
-        fail("column \"" + name + "\" specified in USING clause does not exist in " + side + " table",
-             location);
-    }
-    return *found;
-}
-
-LogicalPtr Binder::bind_join(const Json &body, Block &block) {
-    const std::string type = string_field(body, "jointype");
-    const std::int64_t location = location_of(field(body, "larg"));
-    if (field(body, "alias").is_object() || field(body, "join_using_alias").is_object()) {
-        fail("aliases of join expressions are not supported", location);
-    }
-    const std::size_t left_begin = block.scope.entries.size();
-    LogicalPtr left = bind_from(field(body, "larg"), block);
-    const std::size_t left_entries = block.scope.entries.size();
-    LogicalPtr right = bind_from(field(body, "rarg"), block);
-    const std::size_t right_end = block.scope.entries.size();
-    db::JoinKind join_kind = db::JoinKind::inner;
-    bool swap = false;
-    if (type == "JOIN_LEFT") {
-        join_kind = db::JoinKind::left_outer;
-    } else if (type == "JOIN_RIGHT") {
-        join_kind = db::JoinKind::left_outer;
-        swap = true;
-    } else if (type == "JOIN_FULL") {
-        join_kind = db::JoinKind::full_outer;
-    } else if (type != "JOIN_INNER") {
-        fail("unsupported join type " + type, location);
-    }
-
-    // USING (a, b) / NATURAL: the columns to join on, found among the visible columns of each
-    // side (a column merged by an earlier USING counts once).
-    std::vector<std::string> using_names;
-    std::vector<std::int64_t> using_locations;
-    if (bool_field(body, "isNatural")) {
-        const std::vector<std::string> right_names = visible_names(block, left_entries, right_end);
-        for (const std::string &name : visible_names(block, left_begin, left_entries)) {
-            const bool shared =
-                std::any_of(right_names.begin(), right_names.end(),
-                            [&](const std::string &other) { return equal_names(name, other); });
-            const bool listed =
-                std::any_of(using_names.begin(), using_names.end(),
-                            [&](const std::string &other) { return equal_names(name, other); });
-            if (shared && !listed) {
-                using_names.push_back(name);
-                using_locations.push_back(location);
-            }
-        }
-        if (using_names.empty()) {
-            // DuckDB refuses what PostgreSQL would run as a cross product.
-            fail("NATURAL JOIN found no column names that both sides have", location);
-        }
-    }
-    for (const Json *name : list_field(body, "usingClause")) {
-        const std::string text = string_value(*name);
-        for (const std::string &other : using_names) {
-            if (equal_names(text, other)) {
-                fail("column name \"" + text + "\" appears more than once in USING clause", location);
-            }
-        }
-        using_names.push_back(text);
-        using_locations.push_back(location);
-    }
-    struct JoinColumn {
-        std::pair<std::size_t, std::size_t> left;
-        std::pair<std::size_t, std::size_t> right;
-    };
-    std::vector<JoinColumn> join_columns;
-    std::vector<db::ExprPtr> conjuncts;
-    for (std::size_t u = 0; u < using_names.size(); ++u) {
-        JoinColumn column{
-            join_column(block, left_begin, left_entries, using_names[u], "left", using_locations[u]),
-            join_column(block, left_entries, right_end, using_names[u], "right", using_locations[u])};
-        const RangeEntry &l = block.scope.entries[column.left.first];
-        const RangeEntry &r = block.scope.entries[column.right.first];
-        Bound a;
-        a.expr = _columns.ref(l.unqualified_id(column.left.second));
-        a.location = using_locations[u];
-        Bound b;
-        b.expr = _columns.ref(r.unqualified_id(column.right.second));
-        b.location = using_locations[u];
-        conjuncts.push_back(compare(db::CompareOp::equal, a, b, using_locations[u]));
-        join_columns.push_back(column);
-    }
-
-    // The preserved side's columns stay as they are; the other side's become nullable.
-    if (join_kind == db::JoinKind::left_outer || join_kind == db::JoinKind::full_outer) {
-        const bool full = join_kind == db::JoinKind::full_outer;
-        const std::size_t from = swap || full ? left_begin : left_entries;
-        const std::size_t to = swap ? left_entries : right_end;
-        for (std::size_t e = from; e < to; ++e) {
-            for (ColumnId id : block.scope.entries[e].ids) {
-                _columns[id].nullable = true;
-            }
-        }
-    }
-    // Unqualified, a join column is the left's (the right's for RIGHT JOIN, COALESCE(left,
-    // right) for FULL JOIN, computed by a projection above the join): the left side's entry
-    // shows the merged column in its place, the right side's copy is hidden.
-    std::vector<db::ExprPtr> coalesced;
-    std::vector<ColumnId> coalesced_ids;
-    for (const JoinColumn &column : join_columns) {
-        RangeEntry &l = block.scope.entries[column.left.first];
-        RangeEntry &r = block.scope.entries[column.right.first];
-        ColumnId merged = swap ? r.unqualified_id(column.right.second) : l.unqualified_id(column.left.second);
-        if (join_kind == db::JoinKind::full_outer) {
-            const ColumnId a = l.unqualified_id(column.left.second);
-            const ColumnId b = r.unqualified_id(column.right.second);
-            db::ExprPtr value;
-            try {
-                value = db::expr::coalesce({_columns.ref(a), _columns.ref(b)});
-            } catch (const db::TypeError &error) {
-                fail(error.what(), location);
-            }
-            merged = _columns.add(_columns[a].name, value->type(), true);
-            coalesced.push_back(std::move(value));
-            coalesced_ids.push_back(merged);
-        }
-        if (l.merged.empty()) {
-            l.merged = l.ids;
-        }
-        l.merged[column.left.second] = merged;
-        r.hidden.resize(r.ids.size(), false);
-        r.hidden[column.right.second] = true;
-    }
-
-    const Json &quals = field(body, "quals");
-    if (!quals.is_null()) {
-        Context context;
-        context.scope = &block.scope;
-        context.block = nullptr; // no subqueries in ON
-        context.clause = "JOIN condition";
-        for (const Json *conjunct : split_and(quals, 0)) {
-            db::ExprPtr condition = null_as_boolean(bind_value(*conjunct, context));
-            if (condition->type().id != db::TypeId::boolean) {
-                fail("argument of JOIN/ON must be type BOOLEAN, not type " + condition->type().to_string(),
-                     location_of(*conjunct));
-            }
-            if (!is_true(*condition)) {
-                conjuncts.push_back(std::move(condition));
-            }
-        }
-    } else if (join_kind != db::JoinKind::inner && join_columns.empty() && !bool_field(body, "isNatural")) {
-        fail("an outer join needs an ON condition", location);
-    }
-    if (swap) {
-        std::swap(left, right);
-    }
-    LogicalPtr join = make_join(join_kind, std::move(left), std::move(right), std::move(conjuncts));
-    if (coalesced.empty()) {
-        return join;
-    }
-    std::vector<db::ExprPtr> expressions;
-    std::vector<ColumnId> ids = join->output;
-    for (const ColumnId id : ids) {
-        expressions.push_back(_columns.ref(id));
-    }
-    expressions.insert(expressions.end(), coalesced.begin(), coalesced.end());
-    ids.insert(ids.end(), coalesced_ids.begin(), coalesced_ids.end());
-    return make_project(std::move(join), std::move(expressions), std::move(ids));
-}
-
-bool Binder::bind_subquery_conjunct(const Json &sublink, bool negated, Block &block) {
-    const std::string type = string_field(sublink, "subLinkType");
-    const std::int64_t location = int_field(sublink, "location", -1);
-    const Json &subselect = field(sublink, "subselect");
-    if (type == "EXISTS_SUBLINK") {
-        BoundQuery bound = bind_select(node_body(subselect), &block.scope, Correlation::semi_join, true);
-        SemiJoin join;
-        join.kind = negated ? db::JoinKind::anti : db::JoinKind::semi;
-        join.right = std::move(bound.plan);
-        join.conjuncts = std::move(bound.correlated);
-        block.semi_joins.push_back(std::move(join));
-        return true;
-    }
-    // x [NOT] IN (SELECT y ...), (x1, x2) [NOT] IN (SELECT y1, y2 ...); other operators and
-    // one-row aggregates (x = v) are bound as values (bind_quantified).
-    if (list_field(sublink, "operName").size() > 1 || single_row_aggregate(node_body(subselect))) {
-        return false;
-    }
-    for (const Json *name : list_field(sublink, "operName")) {
-        if (string_value(*name) != "=") {
-            return false;
-        }
-    }
-    // Subqueries inside x go to a scratch block until this form is taken (else the general
-    // form binds x again).
-    Block scratch;
-    Context context;
-    context.scope = &block.scope;
-    context.block = &scratch;
-    context.clause = "WHERE";
-    const Json &test = field(sublink, "testexpr");
-    std::vector<const Json *> tests{&test};
-    if (node_name(test) == "RowExpr") {
-        tests = list_field(node_body(test), "args");
-    }
-    std::vector<Bound> outer;
-    for (const Json *item : tests) {
-        outer.push_back(bind(*item, context));
-        if (outer.back().interval.has_value()) {
-            fail("an interval cannot be compared", outer.back().location);
-        }
-    }
-    BoundQuery bound = bind_select(node_body(subselect), &block.scope, Correlation::semi_join);
-    if (bound.names.size() != outer.size()) {
-        fail(bound.names.size() > outer.size() ? "subquery has too many columns"
-                                               : "subquery has too few columns",
-             location);
-    }
-    bool outer_nullable = false;
-    for (const Bound &item : outer) {
-        for (ColumnId id : columns_of(*item.expr)) {
-            outer_nullable = outer_nullable || _columns[id].nullable;
-        }
-    }
-    bool inner_nullable = false;
-    for (std::size_t i = 0; i < outer.size(); ++i) {
-        inner_nullable = inner_nullable || _columns[bound.plan->output[i]].nullable;
-    }
-    const bool nullable = outer_nullable || inner_nullable;
-    if (negated && nullable && (outer.size() > 1 || !bound.correlated.empty())) {
-        // The count check below answers NULLs of an uncorrelated single column only; mark
-        // joins answer the rest.
-        return false;
-    }
-    for (auto &leaf : scratch.leaves) {
-        block.leaves.push_back(std::move(leaf));
-    }
-    for (auto &join : scratch.outer_leaves) {
-        block.outer_leaves.push_back(std::move(join));
-    }
-    block.where_conjuncts.insert(block.where_conjuncts.end(), scratch.where_conjuncts.begin(),
-                                 scratch.where_conjuncts.end());
-    SemiJoin join;
-    join.kind = negated ? db::JoinKind::anti : db::JoinKind::semi;
-    for (std::size_t i = 0; i < outer.size(); ++i) {
-        const ColumnId inner = bound.plan->output[i];
-        Bound inner_bound;
-        inner_bound.expr = _columns.ref(inner);
-        inner_bound.location = location;
-        join.conjuncts.push_back(compare(db::CompareOp::equal, outer[i], inner_bound, location));
-    }
-    join.conjuncts.insert(join.conjuncts.end(), bound.correlated.begin(), bound.correlated.end());
-    join.right = std::move(bound.plan);
-    if (negated && nullable) {
-        // NOT IN is NULL (so the row is dropped) when x is NULL and the subquery is not empty,
-        // or when the subquery yields a NULL: an anti join alone would keep such rows. A second
-        // copy of the subquery counts its rows and non-NULL values for a check after the join.
-        const db::ExprPtr outer_expr = outer.front().expr;
-        BoundQuery copy = bind_select(node_body(subselect), &block.scope, Correlation::none);
-        const ColumnId value = copy.plan->output.front();
-        const ColumnId rows = _columns.add("not_in_rows", db::Type::bigint(), false);
-        const ColumnId values = _columns.add("not_in_values", db::Type::bigint(), false);
-        std::vector<LogicalAggregate> aggregates{
-            LogicalAggregate{db::AggregateFunction::count_star, nullptr, rows},
-            LogicalAggregate{db::AggregateFunction::count, _columns.ref(value), values}};
-        block.leaves.push_back(make_aggregate(std::move(copy.plan), {}, {}, std::move(aggregates)));
-        block.where_conjuncts.push_back(db::expr::equal(_columns.ref(rows), _columns.ref(values)));
-        block.where_conjuncts.push_back(db::expr::logical_or(
-            db::expr::is_null(outer_expr, true),
-            db::expr::equal(_columns.ref(rows), db::expr::constant(db::Value::bigint(0)))));
-    }
-    block.semi_joins.push_back(std::move(join));
-    return true;
-}
-
-void Binder::bind_where_conjunct(const Json &node, Block &block) {
-    const std::string_view kind = node_name(node);
-    const Json &body = node_body(node);
-    if (kind == "SubLink") {
-        const std::string type = string_field(body, "subLinkType");
-        if ((type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") &&
-            bind_subquery_conjunct(body, false, block)) {
-            return;
-        }
-    }
-    if (kind == "BoolExpr" && string_field(body, "boolop") == "NOT_EXPR") {
-        const auto arguments = list_field(body, "args");
-        if (arguments.size() == 1 && node_name(*arguments[0]) == "SubLink") {
-            const Json &sublink = node_body(*arguments[0]);
-            const std::string type = string_field(sublink, "subLinkType");
-            if ((type == "EXISTS_SUBLINK" || type == "ANY_SUBLINK") &&
-                bind_subquery_conjunct(sublink, true, block)) {
-                return;
-            }
-        }
-    }
-    Context context;
-    context.scope = &block.scope;
-    context.block = &block;
-    context.clause = "WHERE";
-    // A correlated scalar subquery can be decorrelated when it is an operand of a comparison
-    // that is a WHERE conjunct (a missing group then drops the row, as NULL would).
-    if (kind == "A_Expr" && string_field(body, "kind") == "AEXPR_OP") {
-        const Json &left = field(body, "lexpr");
-        const Json &right = field(body, "rexpr");
-        if (node_name(right) == "SubLink") {
-            context.decorrelatable = &right;
-        } else if (node_name(left) == "SubLink") {
-            context.decorrelatable = &left;
-        }
-    }
-    block.scope.outer_allowed = true;
-    db::ExprPtr condition = null_as_boolean(bind_value(node, context));
-    block.scope.outer_allowed = false;
-    if (condition->type().id != db::TypeId::boolean) {
-        fail("argument of WHERE must be type BOOLEAN, not type " + condition->type().to_string(),
-             location_of(node));
-    }
-    std::vector<db::ExprPtr> parts;
-    split_conjuncts(condition, parts);
-    for (auto &part : parts) {
-        if (!is_true(*part)) {
-            block.where_conjuncts.push_back(std::move(part));
-        }
-    }
-}
-
-BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation correlation, bool exists) {
+BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Correlation correlation,
+                               bool exists) {
     struct DepthGuard {
         int &depth;
         ~DepthGuard() { --depth; }
     } guard{++_query_depth};
-    if (_query_depth > max_query_depth) {
+    if (_query_depth > max_query_depth || select.too_deep) {
         fail("subqueries nested too deeply (more than 64 levels)", -1);
     }
-    reject_unsupported(select, *this);
-    const std::string op = string_field(select, "op");
-    const bool set_operation = !op.empty() && op != "SETOP_NONE";
-    if (set_operation || field(select, "valuesLists").is_array()) {
-        if (field(select, "sortClause").is_array() || !field(select, "limitCount").is_null() ||
-            !field(select, "limitOffset").is_null() || field(select, "withClause").is_object()) {
-            return bind_result_of(select, outer, correlation, exists);
-        }
-        return set_operation ? bind_set_operation(select, outer) : bind_values(select);
+    if (!select.unsupported_clause.empty()) {
+        fail(select.unsupported_clause + " are not supported", -1);
+    }
+    // ORDER BY, LIMIT and WITH of a set operation or VALUES list come as a SELECT * around it.
+    if (select.kind == ast::SelectStmt::Kind::set_operation) {
+        return bind_set_operation(select, outer);
+    }
+    if (select.kind == ast::SelectStmt::Kind::values) {
+        return bind_values(select);
     }
     Block block;
     block.scope.parent = outer;
 
     // WITH: CTEs are inlined at every reference (bound anew, like a view).
-    const Json &with = field(select, "withClause");
-    if (with.is_object()) {
-        if (bool_field(with, "recursive")) {
-            fail("WITH RECURSIVE is not supported", int_field(with, "location", -1));
+    if (select.with != nullptr) {
+        if (select.with->recursive) {
+            fail("WITH RECURSIVE is not supported", select.with->location);
         }
-        for (const Json *cte : list_field(with, "ctes")) {
-            const Json &definition = node_body(*cte);
+        for (const ast::CommonTableExpr &definition : select.with->ctes) {
             CteDefinition entry;
-            entry.query = &field(definition, "ctequery");
-            for (const Json *name : list_field(definition, "aliascolnames")) {
-                entry.column_aliases.push_back(string_value(*name));
-            }
-            const std::string name = lower(string_field(definition, "ctename"));
+            entry.query = definition.query.get();
+            entry.column_aliases = definition.columns;
+            const std::string name = lower(definition.name);
             if (!block.scope.ctes.emplace(name, entry).second) {
-                fail("WITH query name \"" + name + "\" specified more than once",
-                     int_field(definition, "location", -1));
+                fail("WITH query name \"" + name + "\" specified more than once", definition.location);
             }
         }
     }
 
     // FROM: comma-separated items are cross products (the optimizer turns them into joins).
     LogicalPtr tree;
-    for (const Json *item : list_field(select, "fromClause")) {
+    for (const ast::FromPtr &item : select.from) {
         LogicalPtr relation = bind_from(*item, block);
         tree = tree == nullptr ? std::move(relation)
                                : make_join(db::JoinKind::inner, std::move(tree), std::move(relation), {});
@@ -636,9 +63,8 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
     block.scope.relation = tree.get();
 
     // WHERE: subquery conjuncts become semi/anti joins, scalar subqueries joined relations.
-    const Json &where = field(select, "whereClause");
-    if (!where.is_null()) {
-        for (const Json *conjunct : split_and(where, 0)) {
+    if (select.where != nullptr) {
+        for (const ast::Expr *conjunct : split_and(*select.where, 0)) {
             bind_where_conjunct(*conjunct, block);
         }
     }
@@ -732,16 +158,16 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
         block.where_conjuncts = std::move(local);
     }
 
-    const auto targets = list_field(select, "targetList");
-    const auto sort_clause = list_field(select, "sortClause");
-    const Json &having = field(select, "havingClause");
-    const auto group_clause = list_field(select, "groupClause");
-    bool aggregate = !group_clause.empty() || !having.is_null() || !inner_keys.empty();
-    for (const Json *target : targets) {
-        aggregate = aggregate || contains_aggregate(field(node_body(*target), "val"), 0);
+    const std::vector<ast::ResTarget> &targets = select.targets;
+    const std::vector<ast::SortBy> &sort_clause = select.order_by;
+    const ast::Expr *having = select.having.get();
+    const std::vector<ast::ExprPtr> &group_clause = select.group_by;
+    bool aggregate = !group_clause.empty() || having != nullptr || !inner_keys.empty();
+    for (const ast::ResTarget &target : targets) {
+        aggregate = aggregate || contains_aggregate(*target.value, 0);
     }
-    for (const Json *sort : sort_clause) {
-        aggregate = aggregate || contains_aggregate(field(node_body(*sort), "node"), 0);
+    for (const ast::SortBy &sort : sort_clause) {
+        aggregate = aggregate || contains_aggregate(*sort.value, 0);
     }
     block.aggregate = aggregate;
     if (correlation == Correlation::semi_join && !result.correlated.empty() && aggregate) {
@@ -751,8 +177,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
     if (exists) {
         // EXISTS looks at rows only: the select list does not matter.
         tree = join_and_filter(std::move(tree), block);
-        if (aggregate || !sort_clause.empty() || field(select, "limitCount").is_object() ||
-            field(select, "distinctClause").is_array()) {
+        if (aggregate || !sort_clause.empty() || select.limit != nullptr || select.distinct) {
             if (!result.correlated.empty()) {
                 fail("correlated EXISTS subqueries with GROUP BY, ORDER BY, LIMIT or DISTINCT are not "
                      "supported",
@@ -770,11 +195,9 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
 
     // GROUP BY keys: expressions over the FROM columns, or select-list aliases and ordinals.
     AggregateState state;
-    auto target_value = [&](std::size_t index) -> const Json & {
-        return field(node_body(*targets[index]), "val");
-    };
+    auto target_value = [&](std::size_t index) -> const ast::Expr & { return *targets[index].value; };
     auto target_name = [&](std::size_t index) {
-        const std::string alias = string_field(node_body(*targets[index]), "name");
+        const std::string &alias = targets[index].name;
         return alias.empty() ? column_name(target_value(index)) : alias;
     };
     if (aggregate) {
@@ -783,24 +206,25 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
             state.group_ids.push_back(
                 _columns.add(_columns[columns_of(*key).front()].name, key->type(), true));
         }
-        for (const Json *group : group_clause) {
-            const std::string_view kind = node_name(*group);
-            if (kind == "GroupingSet") {
-                fail("GROUPING SETS, ROLLUP and CUBE are not supported", location_of(*group));
+        for (const ast::ExprPtr &group_key : group_clause) {
+            const ast::Expr *group = group_key.get();
+            if (group->is<ast::GroupingSet>()) {
+                fail("GROUPING SETS, ROLLUP and CUBE are not supported", group->location);
             }
-            const Json *expression = group;
+            const ast::Expr *expression = group;
             // An ordinal or an output column name that is no input column.
-            if (kind == "A_Const" && field(node_body(*group), "ival").is_object()) {
-                const std::int64_t ordinal = int_field(field(node_body(*group), "ival"), "ival");
+            const auto *constant = group->as<ast::Constant>();
+            const auto *reference = group->as<ast::ColumnRef>();
+            if (constant != nullptr && constant->kind == ast::Constant::Kind::integer) {
+                const std::int64_t ordinal = constant->integer;
                 if (ordinal < 1 || static_cast<std::size_t>(ordinal) > targets.size()) {
                     fail("GROUP BY position " + std::to_string(ordinal) + " is not in select list",
-                         location_of(*group));
+                         group->location);
                 }
                 expression = &target_value(static_cast<std::size_t>(ordinal - 1));
-            } else if (kind == "ColumnRef") {
-                const auto fields = list_field(node_body(*group), "fields");
-                if (fields.size() == 1 && node_name(*fields[0]) == "String") {
-                    const std::string name = string_value(*fields[0]);
+            } else if (reference != nullptr) {
+                if (reference->names.size() == 1 && !reference->star && !reference->inner_star) {
+                    const std::string &name = reference->names[0];
                     bool input = false;
                     for (const auto &entry : block.scope.entries) {
                         for (const auto &column : entry.names) {
@@ -809,7 +233,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
                     }
                     if (!input) {
                         for (std::size_t i = 0; i < targets.size(); ++i) {
-                            if (equal_names(string_field(node_body(*targets[i]), "name"), name)) {
+                            if (equal_names(targets[i].name, name)) {
                                 expression = &target_value(i);
                                 break;
                             }
@@ -829,7 +253,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
             if (duplicate) {
                 continue;
             }
-            std::string name = expression == group ? column_name(*group) : column_name(*expression);
+            std::string name = column_name(*expression);
             state.groups.push_back(key);
             state.group_ids.push_back(
                 _columns.add(name, key->type(),
@@ -850,13 +274,13 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
         context.windows = &windows;
         context.after_aggregate = aggregate;
         for (std::size_t i = 0; i < targets.size(); ++i) {
-            const Json &value = target_value(i);
-            if (node_name(value) == "ColumnRef") {
-                const auto fields = list_field(node_body(value), "fields");
-                if (!fields.empty() && node_name(*fields.back()) == "A_Star") {
-                    std::string qualifier = fields.size() == 2 ? string_value(*fields[0]) : std::string();
-                    if (fields.size() > 2) {
-                        fail("schemas are not supported", location_of(value));
+            const ast::Expr &value = target_value(i);
+            if (const auto *reference = value.as<ast::ColumnRef>()) {
+                if (reference->star) {
+                    const std::size_t fields = reference->names.size() + 1;
+                    std::string qualifier = fields == 2 ? reference->names[0] : std::string();
+                    if (fields > 2) {
+                        fail("schemas are not supported", value.location);
                     }
                     bool found = false;
                     for (const auto &entry : block.scope.entries) {
@@ -876,7 +300,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
                                     fail("column \"" + entry.names[c] +
                                              "\" must appear in the GROUP BY clause or be used in an "
                                              "aggregate function",
-                                         location_of(value));
+                                         value.location);
                                 }
                                 column = *grouped;
                             }
@@ -885,10 +309,10 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
                         }
                     }
                     if (!found && !qualifier.empty()) {
-                        fail("missing FROM-clause entry for table \"" + qualifier + "\"", location_of(value));
+                        fail("missing FROM-clause entry for table \"" + qualifier + "\"", value.location);
                     }
                     if (!found || (!has_from && qualifier.empty())) {
-                        fail("SELECT * with no tables specified is not valid", location_of(value));
+                        fail("SELECT * with no tables specified is not valid", value.location);
                     }
                     continue;
                 }
@@ -904,34 +328,32 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
 
     // ORDER BY: an ordinal, an output name, or an expression (matched against the select list
     // or computed as a hidden column).
-    std::vector<std::pair<std::size_t, const Json *>> order; // expression index, SortBy body
-    const bool distinct = field(select, "distinctClause").is_array();
-    if (distinct && !list_field(select, "distinctClause").empty() &&
-        !list_field(select, "distinctClause").front()->empty()) {
+    std::vector<std::pair<std::size_t, const ast::SortBy *>> order; // expression index, key
+    const bool distinct = select.distinct;
+    if (select.distinct_on) {
         fail("DISTINCT ON is not supported", -1);
     }
-    for (const Json *sort : sort_clause) {
-        const Json &body = node_body(*sort);
-        const Json &key = field(body, "node");
-        if (!string_field(body, "useOp").empty() || field(body, "useOp").is_array()) {
-            fail("ORDER BY ... USING is not supported", location_of(key));
+    for (const ast::SortBy &sort : sort_clause) {
+        const ast::Expr &key = *sort.value;
+        if (sort.using_operator) {
+            fail("ORDER BY ... USING is not supported", key.location);
         }
         std::optional<std::size_t> index;
-        if (node_name(key) == "A_Const" && field(node_body(key), "ival").is_object()) {
-            const std::int64_t ordinal = int_field(field(node_body(key), "ival"), "ival");
+        const auto *constant = key.as<ast::Constant>();
+        const auto *reference = key.as<ast::ColumnRef>();
+        if (constant != nullptr && constant->kind == ast::Constant::Kind::integer) {
+            const std::int64_t ordinal = constant->integer;
             if (ordinal < 1 || static_cast<std::size_t>(ordinal) > visible) {
-                fail("ORDER BY position " + std::to_string(ordinal) + " is not in select list",
-                     location_of(key));
+                fail("ORDER BY position " + std::to_string(ordinal) + " is not in select list", key.location);
             }
             index = static_cast<std::size_t>(ordinal - 1);
-        } else if (node_name(key) == "ColumnRef") {
-            const auto fields = list_field(node_body(key), "fields");
-            if (fields.size() == 1 && node_name(*fields[0]) == "String") {
-                const std::string name = string_value(*fields[0]);
+        } else if (reference != nullptr) {
+            if (reference->names.size() == 1 && !reference->star && !reference->inner_star) {
+                const std::string &name = reference->names[0];
                 for (std::size_t i = 0; i < visible; ++i) {
                     if (equal_names(names[i], name)) {
                         if (index.has_value() && !same_expression(*expressions[*index], *expressions[i])) {
-                            fail("ORDER BY \"" + name + "\" is ambiguous", location_of(key));
+                            fail("ORDER BY \"" + name + "\" is ambiguous", key.location);
                         }
                         index = i;
                     }
@@ -955,14 +377,14 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
             if (!index.has_value()) {
                 if (distinct) {
                     fail("for SELECT DISTINCT, ORDER BY expressions must appear in select list",
-                         location_of(key));
+                         key.location);
                 }
                 expressions.push_back(std::move(expression));
                 names.push_back("(order key)");
                 index = expressions.size() - 1;
             }
         }
-        order.emplace_back(*index, &body);
+        order.emplace_back(*index, &sort);
     }
 
     // Assemble: FROM x scalar subqueries -> semi joins -> WHERE -> GROUP BY -> HAVING ->
@@ -970,17 +392,17 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
     tree = join_and_filter(std::move(tree), block);
     if (aggregate) {
         std::vector<db::ExprPtr> having_conjuncts;
-        if (!having.is_null()) {
+        if (having != nullptr) {
             Context context;
             context.scope = &block.scope;
             context.block = &block;
             context.clause = "HAVING";
             context.aggregates = &state;
             context.after_aggregate = true;
-            db::ExprPtr condition = null_as_boolean(bind_value(having, context));
+            db::ExprPtr condition = null_as_boolean(bind_value(*having, context));
             if (condition->type().id != db::TypeId::boolean) {
                 fail("argument of HAVING must be type BOOLEAN, not type " + condition->type().to_string(),
-                     location_of(having));
+                     having->location);
             }
             split_conjuncts(condition, having_conjuncts);
         }
@@ -1001,10 +423,10 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
         if (!having_conjuncts.empty()) {
             tree = make_filter(std::move(tree), std::move(having_conjuncts));
         }
-        result.single_row = state.groups.empty() && having.is_null();
+        result.single_row = state.groups.empty() && having == nullptr;
         result.one_row_per_key = state.groups.size() == inner_keys.size();
     } else {
-        result.single_row = !has_from && where.is_null();
+        result.single_row = !has_from && select.where == nullptr;
     }
 
     if (!windows.empty()) {
@@ -1041,7 +463,7 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
     // as a set: ORDER BY and DISTINCT do not change the answer and are left out.
     const bool pass_through = correlation == Correlation::semi_join && !result.correlated.empty();
     if (pass_through) {
-        if (field(select, "limitCount").is_object() || field(select, "limitOffset").is_object()) {
+        if (select.limit != nullptr || select.offset != nullptr) {
             fail("correlated IN/ANY/ALL subqueries with LIMIT or OFFSET are not supported", -1);
         }
         projected.resize(visible);
@@ -1083,44 +505,42 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
 
     std::optional<std::uint64_t> limit;
     std::uint64_t offset = 0;
-    auto constant_count = [&](const Json &node, const char *what) -> std::optional<std::uint64_t> {
-        if (node.is_null()) {
+    auto constant_count = [&](const ast::Expr *node, const char *what) -> std::optional<std::uint64_t> {
+        if (node == nullptr) {
             return std::nullopt;
         }
         Context context;
         context.clause = what;
-        db::ExprPtr value = bind_value(node, context);
+        db::ExprPtr value = bind_value(*node, context);
         if (value->kind() != db::ExprKind::constant) {
-            fail(std::string(what) + " must be a constant", location_of(node));
+            fail(std::string(what) + " must be a constant", node->location);
         }
         if (value->value().null) {
             return std::nullopt;
         }
         if (value->type().id != db::TypeId::integer && value->type().id != db::TypeId::bigint) {
-            fail(std::string(what) + " must be an integer, not " + value->type().to_string(),
-                 location_of(node));
+            fail(std::string(what) + " must be an integer, not " + value->type().to_string(), node->location);
         }
         if (value->value().i64 < 0) {
-            fail(std::string(what) + " must not be negative", location_of(node));
+            fail(std::string(what) + " must not be negative", node->location);
         }
         return static_cast<std::uint64_t>(value->value().i64);
     };
-    if (string_field(select, "limitOption") == "LIMIT_OPTION_WITH_TIES") {
+    if (select.with_ties) {
         fail("FETCH ... WITH TIES is not supported", -1);
     }
-    limit = constant_count(field(select, "limitCount"), "LIMIT");
-    offset = constant_count(field(select, "limitOffset"), "OFFSET").value_or(0);
+    limit = constant_count(select.limit.get(), "LIMIT");
+    offset = constant_count(select.offset.get(), "OFFSET").value_or(0);
 
     if (!order.empty()) {
         std::vector<LogicalSortKey> keys;
-        for (const auto &[index, body] : order) {
+        for (const auto &[index, sort] : order) {
             LogicalSortKey key;
             key.column = ids[offset_ids + index];
-            key.descending = string_field(*body, "sortby_dir") == "SORTBY_DESC";
-            const std::string nulls = string_field(*body, "sortby_nulls");
-            if (nulls == "SORTBY_NULLS_FIRST") {
+            key.descending = sort->direction == ast::SortDirection::descending;
+            if (sort->nulls == ast::NullsOrder::first) {
                 key.nulls_first = true;
-            } else if (nulls == "SORTBY_NULLS_LAST") {
+            } else if (sort->nulls == ast::NullsOrder::last) {
                 key.nulls_first = false;
             }
             keys.push_back(key);
@@ -1160,88 +580,6 @@ BoundQuery Binder::bind_select(const Json &select, Scope *outer, Correlation cor
         result.names = std::move(all);
     }
     return result;
-}
-
-LogicalPtr Binder::plan_windows(LogicalPtr tree, std::vector<BoundWindow> &windows) {
-    // Every key and argument that is not a plain column becomes a column of a projection below.
-    std::vector<db::ExprPtr> expressions;
-    std::vector<ColumnId> ids;
-    for (const ColumnId id : tree->output) {
-        expressions.push_back(_columns.ref(id));
-        ids.push_back(id);
-    }
-    auto column_of = [&](const db::ExprPtr &expression) -> ColumnId {
-        if (expression->kind() == db::ExprKind::column) {
-            return static_cast<ColumnId>(expression->column_index());
-        }
-        for (std::size_t i = tree->output.size(); i < expressions.size(); ++i) {
-            if (same_expression(*expressions[i], *expression)) {
-                return ids[i];
-            }
-        }
-        const bool nullable = expression->kind() != db::ExprKind::constant || expression->value().null;
-        expressions.push_back(expression);
-        ids.push_back(_columns.add(db::to_string(*expression), expression->type(), nullable));
-        return ids.back();
-    };
-    struct Group {
-        std::vector<ColumnId> partition;
-        std::vector<LogicalSortKey> order;
-        std::vector<LogicalWindowFunction> functions;
-    };
-    std::vector<Group> groups;
-    for (const BoundWindow &window : windows) {
-        Group group;
-        for (const auto &key : window.partition) {
-            group.partition.push_back(column_of(key));
-        }
-        for (std::size_t k = 0; k < window.order.size(); ++k) {
-            LogicalSortKey key = window.order_keys[k];
-            key.column = column_of(window.order[k]);
-            group.order.push_back(key);
-        }
-        LogicalWindowFunction function;
-        function.function = window.function;
-        if (window.argument != nullptr) {
-            function.argument = column_of(window.argument);
-        }
-        if (window.default_value != nullptr) {
-            function.default_value = column_of(window.default_value);
-        }
-        function.offset = window.offset;
-        function.rows = window.rows;
-        function.start = window.start;
-        function.end = window.end;
-        function.output = window.output;
-        auto same_keys = [&](const Group &other) {
-            if (other.partition != group.partition || other.order.size() != group.order.size()) {
-                return false;
-            }
-            for (std::size_t k = 0; k < group.order.size(); ++k) {
-                const auto &a = other.order[k];
-                const auto &b = group.order[k];
-                if (a.column != b.column || a.descending != b.descending || a.nulls_first != b.nulls_first) {
-                    return false;
-                }
-            }
-            return true;
-        };
-        const auto found = std::find_if(groups.begin(), groups.end(), same_keys);
-        if (found != groups.end()) {
-            found->functions.push_back(function);
-        } else {
-            group.functions.push_back(function);
-            groups.push_back(std::move(group));
-        }
-    }
-    if (expressions.size() > tree->output.size()) {
-        tree = make_project(std::move(tree), std::move(expressions), std::move(ids));
-    }
-    for (Group &group : groups) {
-        tree = make_window(std::move(tree), std::move(group.partition), std::move(group.order),
-                           std::move(group.functions));
-    }
-    return tree;
 }
 
 } // namespace mx::sql::detail

@@ -1,6 +1,6 @@
 #pragma once
 
-// The binder: PostgreSQL parse trees of SELECT statements -> typed logical plans. Resolves
+// The binder: parse trees (ast.h) of SELECT statements -> typed logical plans. Resolves
 // table and column names (scopes, aliases, CTEs, correlation with the enclosing query), types
 // every expression with the engine's factories (DuckDB's rules), and rewrites subqueries:
 //   - uncorrelated scalar subqueries become one-row relations joined to the query,
@@ -13,7 +13,10 @@
 //     with an ordering operator over an uncorrelated subquery compare with its min/max instead,
 //   - correlated scalar subqueries outside a WHERE comparison are left-joined on their keys; a
 //     missing group reads the select expression over no rows (count() is 0, not NULL).
-// Every error is an SqlError with the position of the offending name or operator.
+// Every error is an SqlError with the position of the offending name or operator. The work is
+// split by clause and expression kind: binder.cpp (query blocks), binder_from.cpp,
+// binder_where.cpp, binder_setop.cpp, binder_expression.cpp, binder_function.cpp and
+// binder_subquery.cpp.
 
 #include <cstdint>
 #include <map>
@@ -24,8 +27,9 @@
 
 #include <mx/db/catalog.h>
 
+#include "ast.h"
 #include "logical.h"
-#include "parser.h"
+#include "source.h"
 
 namespace mx::sql::detail {
 
@@ -46,7 +50,7 @@ struct RangeEntry {
 };
 
 struct CteDefinition {
-    const Json *query{nullptr};
+    const ast::SelectStmt *query{nullptr}; // null: not a SELECT
     std::vector<std::string> column_aliases;
 };
 
@@ -120,19 +124,18 @@ public:
            std::int64_t statement_location = 0)
         : _source(source), _catalog(catalog), _columns(columns), _statement_location(statement_location) {}
 
-    /// Binds a SELECT statement node ({"SelectStmt": ...} body) in `outer`'s scope (nullptr for
-    /// a top-level query).
-    BoundQuery bind_select(const Json &select, Scope *outer, Correlation correlation = Correlation::none,
-                           bool exists = false);
+    /// Binds a query block in `outer`'s scope (nullptr for a top-level query).
+    BoundQuery bind_select(const ast::SelectStmt &select, Scope *outer,
+                           Correlation correlation = Correlation::none, bool exists = false);
 
     /// Binds a constant expression (INSERT VALUES): no columns, no subqueries.
-    db::ExprPtr bind_constant(const Json &node);
+    db::ExprPtr bind_constant(const ast::Expr &node);
 
     [[nodiscard]] ColumnRegistry &columns() noexcept { return _columns; }
     [[nodiscard]] const Source &source() const noexcept { return _source; }
 
     /// Maps a CREATE TABLE / CAST type name to a TunaDB type.
-    db::Type bind_type(const Json &type_name);
+    db::Type bind_type(const ast::TypeName &type_name);
 
     /// Throws the SqlError for `message` at byte offset `location` (the statement when < 0).
     [[noreturn]] void fail(const std::string &message, std::int64_t location) const;
@@ -195,17 +198,17 @@ private:
         std::vector<BoundWindow> *windows{nullptr};
         const char *clause{"expression"};
         /// The scalar subquery node that may be correlated (operand of a WHERE comparison).
-        const Json *decorrelatable{nullptr};
+        const ast::Expr *decorrelatable{nullptr};
         /// Scalar subqueries go above the aggregation (SELECT, HAVING of an aggregate query).
         bool after_aggregate{false};
         int depth{0};
     };
 
-    // binder.cpp: query blocks
-    LogicalPtr bind_from(const Json &item, Block &block);
-    LogicalPtr bind_table_reference(const Json &range_var, Block &block);
-    /// JoinExpr: [INNER | LEFT | RIGHT] JOIN with ON, USING or NATURAL.
-    LogicalPtr bind_join(const Json &join, Block &block);
+    // binder_from.cpp: FROM
+    LogicalPtr bind_from(const ast::FromItem &item, Block &block);
+    LogicalPtr bind_table_reference(const ast::RangeVar &range_var, ast::Location location, Block &block);
+    /// [INNER | LEFT | RIGHT | FULL] JOIN with ON, USING or NATURAL.
+    LogicalPtr bind_join(const ast::JoinExpr &join, ast::Location location, Block &block);
     /// The column names unqualified references see in entries [from, to).
     static std::vector<std::string> visible_names(const Block &block, std::size_t from, std::size_t to);
     /// The one visible column `name` of entries [from, to) as (entry, column); `side` names
@@ -213,51 +216,72 @@ private:
     std::pair<std::size_t, std::size_t> join_column(const Block &block, std::size_t from, std::size_t to,
                                                     const std::string &name, const char *side,
                                                     std::int64_t location);
-    LogicalPtr bind_derived_table(const Json &subquery, const Json &alias, std::int64_t location,
-                                  Block &block, const Json *cte_query = nullptr,
+    /// A subquery in FROM, or a CTE's query (`cte`: its name is the alias, `cte_columns` its
+    /// column names where the alias gives none). `alias`: nullptr when none is written.
+    LogicalPtr bind_derived_table(const ast::SelectStmt *subquery, const ast::Alias *alias,
+                                  std::int64_t location, Block &block, bool cte = false,
                                   const std::vector<std::string> *cte_columns = nullptr);
     LogicalPtr one_row_relation();
-    void bind_where_conjunct(const Json &node, Block &block);
+
+    // binder_where.cpp: WHERE
+    void bind_where_conjunct(const ast::Expr &node, Block &block);
     /// A WHERE conjunct [NOT] EXISTS / [NOT] IN as a semi or anti join; false when it needs the
     /// general form (a mark join: NOT IN over a correlated or row subquery with NULLs).
-    bool bind_subquery_conjunct(const Json &sublink, bool negated, Block &block);
+    bool bind_subquery_conjunct(const ast::SubLink &sublink, ast::Location location, bool negated,
+                                Block &block);
     /// Applies left and mark joins `joins` to `tree` in order.
     static LogicalPtr apply_joins(LogicalPtr tree, std::vector<SemiJoin> &joins);
-    std::vector<const Json *> split_and(const Json &node, int depth);
+    std::vector<const ast::Expr *> split_and(const ast::Expr &node, int depth);
 
     // binder_setop.cpp: UNION / INTERSECT / EXCEPT and VALUES
-    /// A set operation or VALUES list with ORDER BY, LIMIT, OFFSET or WITH, bound as
-    /// SELECT * FROM (it) ORDER BY ... LIMIT ...
-    BoundQuery bind_result_of(const Json &select, Scope *outer, Correlation correlation, bool exists);
-    BoundQuery bind_set_operation(const Json &select, Scope *outer);
-    BoundQuery bind_values(const Json &select);
+    BoundQuery bind_set_operation(const ast::SelectStmt &select, Scope *outer);
+    BoundQuery bind_values(const ast::SelectStmt &select);
     /// The type both sides of a set operation are cast to (DuckDB's rules); TypeError if none.
     static db::Type set_operation_type(const db::Type &a, const db::Type &b);
 
-    // binder_expression.cpp
-    Bound bind(const Json &node, Context &context);
-    db::ExprPtr bind_value(const Json &node, Context &context);
-    Bound bind_column_ref(const Json &body, Context &context);
-    Bound bind_constant_node(const Json &body);
-    Bound bind_a_expr(const Json &body, Context &context);
-    Bound bind_operator(const std::string &op, const Json &body, Context &context);
-    Bound bind_function(const Json &body, Context &context);
-    Bound bind_aggregate(const std::string &name, const Json &body, Context &context);
-    Bound bind_window(const std::string &name, const Json &body, Context &context);
+    // binder_expression.cpp: expressions, operators, constants, casts, CASE
+    Bound bind(const ast::Expr &node, Context &context);
+    db::ExprPtr bind_value(const ast::Expr &node, Context &context);
+    Bound bind_column_ref(const ast::ColumnRef &ref, ast::Location location, Context &context);
+    Bound bind_constant_node(const ast::Constant &constant, ast::Location location);
+    Bound bind_operator(const ast::Operator &op, ast::Location location, Context &context);
+    Bound bind_in_list(const ast::InList &in, ast::Location location, Context &context);
+    Bound bind_like(const ast::Like &like, ast::Location location, Context &context);
+    Bound bind_between(const ast::Between &between, ast::Location location, Context &context);
+    Bound bind_bool(const ast::BoolExpr &expression, ast::Location location, Context &context);
+    Bound bind_type_cast(const ast::TypeCast &cast, ast::Location location, Context &context);
+    Bound bind_case(const ast::CaseExpr &expression, ast::Location location, Context &context);
+    db::ExprPtr compare(db::CompareOp op, Bound left, Bound right, std::int64_t location);
+    Bound arithmetic(db::ArithmeticOp op, Bound left, Bound right, std::int64_t location);
+    /// A string literal compared with a non-string takes the other type (DuckDB).
+    void coerce_literals(Bound &a, Bound &b);
+    db::ExprPtr cast_literal(const Bound &literal, db::Type type);
+    db::ExprPtr checked(db::ExprPtr expression, std::int64_t location);
+    std::optional<db::ExprPtr> match_group(const db::ExprPtr &expression, const AggregateState &state);
+    std::string column_name(const ast::Expr &node);
+    db::Interval parse_interval(const std::string &text, std::int64_t mask, std::int64_t location);
+
+    // binder_function.cpp: scalar functions, aggregates and window functions
+    Bound bind_function(const ast::FuncCall &call, ast::Location location, Context &context);
+    Bound bind_aggregate(const ast::FuncCall &call, ast::Location location, Context &context);
+    Bound bind_window(const ast::FuncCall &call, ast::Location location, Context &context);
     /// The window nodes (one per distinct PARTITION BY / ORDER BY) over `tree`, with a projection
     /// below them computing the keys and arguments that are not plain columns.
     LogicalPtr plan_windows(LogicalPtr tree, std::vector<BoundWindow> &windows);
-    bool contains_window(const Json &node, int depth);
-    Bound bind_type_cast(const Json &body, Context &context);
-    Bound bind_case(const Json &body, Context &context);
-    Bound bind_sublink(const Json &body, Context &context);
-    /// A scalar subquery (SubLink body) as a value: a one-row relation, or a grouped aggregation
-    /// joined on the correlation keys.
-    Bound bind_scalar_subquery(const Json &body, Context &context);
+    static bool contains_window(const ast::Expr &node, int depth);
+    static bool contains_aggregate(const ast::Expr &node, int depth);
+    /// Whether an aggregate occurs in the query block (outside its subquery expressions).
+    static bool contains_aggregate(const ast::SelectStmt &select);
+
+    // binder_subquery.cpp: subqueries in expressions
+    Bound bind_sublink(const ast::Expr &node, Context &context);
+    /// A scalar subquery (`node` is its SubLink) as a value: a one-row relation, or a grouped
+    /// aggregation joined on the correlation keys.
+    Bound bind_scalar_subquery(const ast::Expr &node, Context &context);
     /// SELECT agg(...) without GROUP BY, HAVING, LIMIT: exactly one row.
-    bool single_row_aggregate(const Json &select);
+    static bool single_row_aggregate(const ast::SelectStmt &select);
     /// x op ANY/ALL (SELECT ...), x IN (SELECT ...) and (x, y) IN (SELECT a, b ...) as a value.
-    Bound bind_quantified(const Json &body, bool all, Context &context);
+    Bound bind_quantified(const ast::Expr &node, bool all, Context &context);
     /// Adds a mark join of `right` on `conjuncts` to the block (above the aggregation when the
     /// context is) and returns the mark column.
     db::ExprPtr add_mark(Context &context, LogicalPtr right, std::vector<db::ExprPtr> conjuncts);
@@ -268,16 +292,6 @@ private:
     /// The value of `expression` (over aggregate outputs and keys) over no rows.
     db::ExprPtr value_over_no_rows(const db::ExprPtr &expression, const AggregateState &state,
                                    std::int64_t location);
-    db::ExprPtr compare(db::CompareOp op, Bound left, Bound right, std::int64_t location);
-    Bound arithmetic(db::ArithmeticOp op, Bound left, Bound right, std::int64_t location);
-    /// A string literal compared with a non-string takes the other type (DuckDB).
-    void coerce_literals(Bound &a, Bound &b);
-    db::ExprPtr cast_literal(const Bound &literal, db::Type type);
-    db::ExprPtr checked(db::ExprPtr expression, std::int64_t location);
-    bool contains_aggregate(const Json &node, int depth);
-    std::optional<db::ExprPtr> match_group(const db::ExprPtr &expression, const AggregateState &state);
-    std::string column_name(const Json &node);
-    db::Interval parse_interval(const std::string &text, std::int64_t mask, std::int64_t location);
 
     const Source &_source;
     db::Catalog &_catalog;
@@ -287,9 +301,7 @@ private:
     int _query_depth{0}; // nesting of query blocks being bound
 };
 
-/// Statement depth limit: parse trees nested deeper are refused (binding recurses per level).
-inline constexpr int max_expression_depth = 256;
-/// Query blocks nested deeper (subqueries in subqueries ...) are refused.
-inline constexpr int max_query_depth = 64;
+using ast::max_expression_depth;
+using ast::max_query_depth;
 
 } // namespace mx::sql::detail

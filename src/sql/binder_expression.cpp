@@ -1,4 +1,6 @@
-// Expression binding: PostgreSQL expression nodes -> typed db::Expr trees over ColumnIds.
+// Expression binding: parse tree expressions -> typed db::Expr trees over ColumnIds (column
+// references, constants, operators, casts and CASE; functions and subqueries have files of
+// their own).
 
 #include <algorithm>
 #include <cctype>
@@ -16,24 +18,6 @@ namespace mx::sql::detail {
 
 namespace {
 
-bool is_aggregate_name(const std::string &name) {
-    return name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max" ||
-           name == "bool_and" || name == "bool_or" || name == "stddev" || name == "stddev_samp" ||
-           name == "stddev_pop" || name == "variance" || name == "var_samp" || name == "var_pop" ||
-           name == "median" || name == "quantile_cont" || name == "string_agg" || name == "group_concat";
-}
-
-/// The function name of a FuncCall without the pg_catalog qualifier, lower case.
-std::string function_name(const Json &body) {
-    const auto names = list_field(body, "funcname");
-    return names.empty() ? std::string() : lower(string_value(*names.back()));
-}
-
-std::string operator_name(const Json &body) {
-    const auto names = list_field(body, "name");
-    return names.empty() ? std::string() : string_value(*names.back());
-}
-
 /// Restores the context's depth on scope exit.
 class DepthGuard {
 public:
@@ -46,97 +30,20 @@ private:
     int &_depth;
 };
 
-/// The elements of a {"List": {"items": [...]}} node or of a plain array.
-std::vector<const Json *> list_items(const Json &node) {
-    if (node_name(node) == "List") {
-        return list_field(node_body(node), "items");
-    }
-    std::vector<const Json *> out;
-    if (node.is_array()) {
-        for (const auto &element : node) {
-            out.push_back(&element);
-        }
-    }
-    return out;
-}
-
-bool contains_sublink(const Json &node, int depth) {
+bool contains_sublink(const ast::Expr &node, int depth) {
     if (depth > max_expression_depth) {
         return false;
     }
-    if (node.is_object()) {
-        if (node.contains("SubLink")) {
-            return true;
-        }
-        for (const auto &item : node.items()) {
-            if (item.value().is_structured() && contains_sublink(item.value(), depth + 1)) {
-                return true;
-            }
-        }
-    } else if (node.is_array()) {
-        for (const auto &element : node) {
-            if (contains_sublink(element, depth + 1)) {
-                return true;
-            }
-        }
+    if (node.is<ast::SubLink>()) {
+        return true;
     }
-    return false;
+    bool found = false;
+    ast::for_each_child(node,
+                        [&](const ast::Expr &child) { found = found || contains_sublink(child, depth + 1); });
+    return found;
 }
 
 } // namespace
-
-bool Binder::contains_window(const Json &node, int depth) {
-    if (depth > max_expression_depth) {
-        return false;
-    }
-    if (node.is_object()) {
-        if (node_name(node) == "FuncCall" && field(node_body(node), "over").is_object()) {
-            return true;
-        }
-        if (node_name(node) == "SubLink") {
-            return false;
-        }
-        for (const auto &item : node.items()) {
-            if (item.value().is_structured() && contains_window(item.value(), depth + 1)) {
-                return true;
-            }
-        }
-    } else if (node.is_array()) {
-        for (const auto &element : node) {
-            if (contains_window(element, depth + 1)) {
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
-bool Binder::contains_aggregate(const Json &node, int depth) {
-    if (depth > max_expression_depth) {
-        return false;
-    }
-    if (node.is_object()) {
-        if (node_name(node) == "FuncCall" && is_aggregate_name(function_name(node_body(node))) &&
-            !field(node_body(node), "over").is_object()) {
-            return true;
-        }
-        if (node_name(node) == "SubLink") {
-            return false;
-        }
-        for (const auto &item : node.items()) {
-            if (item.value().is_structured() && contains_aggregate(item.value(), depth + 1)) {
-                return true;
-            }
-        }
-    } else if (node.is_array()) {
-        for (const auto &element : node) {
-            if (contains_aggregate(element, depth + 1)) {
-                return true;
-            }
-        }
-    }
-    return false;
-}
 
 std::optional<db::ExprPtr> Binder::match_group(const db::ExprPtr &expression, const AggregateState &state) {
     for (std::size_t i = 0; i < state.groups.size(); ++i) {
@@ -147,20 +54,20 @@ std::optional<db::ExprPtr> Binder::match_group(const db::ExprPtr &expression, co
     return std::nullopt;
 }
 
-std::string Binder::column_name(const Json &node) {
-    const std::string_view kind = node_name(node);
-    const Json &body = node_body(node);
-    if (kind == "ColumnRef") {
-        const auto fields = list_field(body, "fields");
-        return fields.empty() ? std::string("?column?") : string_value(*fields.back());
+std::string Binder::column_name(const ast::Expr &node) {
+    if (const auto *reference = node.as<ast::ColumnRef>()) {
+        if (reference->star) {
+            return std::string();
+        }
+        return reference->names.empty() ? std::string("?column?") : reference->names.back();
     }
-    if (kind == "FuncCall") {
-        return function_name(body);
+    if (const auto *call = node.as<ast::FuncCall>()) {
+        return call->name;
     }
-    if (kind == "TypeCast") {
-        return column_name(field(body, "arg"));
+    if (const auto *cast = node.as<ast::TypeCast>()) {
+        return cast->argument != nullptr ? column_name(*cast->argument) : std::string("?column?");
     }
-    if (kind == "CaseExpr") {
+    if (node.is<ast::CaseExpr>()) {
         return "case";
     }
     return "?column?";
@@ -320,20 +227,20 @@ db::Interval Binder::parse_interval(const std::string &text, std::int64_t mask, 
     return interval;
 }
 
-db::Type Binder::bind_type(const Json &type_name) {
-    const auto names = list_field(type_name, "names");
-    const std::int64_t location = int_field(type_name, "location", -1);
-    const std::string name = names.empty() ? std::string() : lower(string_value(*names.back()));
-    if (field(type_name, "arrayBounds").is_array()) {
+db::Type Binder::bind_type(const ast::TypeName &type_name) {
+    const std::vector<std::string> &names = type_name.names;
+    const std::int64_t location = type_name.location;
+    const std::string name = names.empty() ? std::string() : lower(names.back());
+    if (type_name.array) {
         fail("array types are not supported", location);
     }
     std::vector<std::int64_t> modifiers;
-    for (const Json *modifier : list_field(type_name, "typmods")) {
-        const Json &body = node_body(*modifier);
-        if (node_name(*modifier) != "A_Const" || !field(body, "ival").is_object()) {
-            fail("type modifiers must be integer constants", location_of(*modifier));
+    for (const ast::ExprPtr &modifier : type_name.modifiers) {
+        const auto *constant = modifier->as<ast::Constant>();
+        if (constant == nullptr || constant->kind != ast::Constant::Kind::integer) {
+            fail("type modifiers must be integer constants", modifier->location);
         }
-        modifiers.push_back(int_field(field(body, "ival"), "ival"));
+        modifiers.push_back(constant->integer);
     }
     auto length = [&](const char *what) -> std::uint32_t {
         if (modifiers.size() > 1) {
@@ -387,7 +294,7 @@ db::Type Binder::bind_type(const Json &type_name) {
     if (name == "bool" || name == "boolean") {
         return db::Type::boolean();
     }
-    std::string shown = names.empty() ? std::string("?") : string_value(*names.back());
+    std::string shown = names.empty() ? std::string("?") : names.back();
     if (shown == "int4" || shown == "int8" || shown == "float8") {
         shown = name;
     }
@@ -396,29 +303,29 @@ db::Type Binder::bind_type(const Json &type_name) {
          location);
 }
 
-Bound Binder::bind_constant_node(const Json &body) {
+Bound Binder::bind_constant_node(const ast::Constant &constant, ast::Location location) {
+    using Kind = ast::Constant::Kind;
     Bound result;
-    result.location = int_field(body, "location", -1);
-    if (bool_field(body, "isnull")) {
+    result.location = location;
+    if (constant.kind == Kind::null) {
         result.expr = db::expr::null(db::Type::integer());
         return result;
     }
-    if (const Json &ival = field(body, "ival"); ival.is_object()) {
-        const std::int64_t value = int_field(ival, "ival");
-        result.expr = db::expr::constant(db::Value::integer(value));
+    if (constant.kind == Kind::integer) {
+        result.expr = db::expr::constant(db::Value::integer(constant.integer));
         return result;
     }
-    if (const Json &sval = field(body, "sval"); sval.is_object()) {
-        result.expr = db::expr::constant(db::Value::varchar(string_field(sval, "sval")));
+    if (constant.kind == Kind::string) {
+        result.expr = db::expr::constant(db::Value::varchar(constant.text));
         result.string_literal = true;
         return result;
     }
-    if (const Json &boolval = field(body, "boolval"); boolval.is_object()) {
-        result.expr = db::expr::constant(db::Value::boolean(bool_field(boolval, "boolval")));
+    if (constant.kind == Kind::boolean) {
+        result.expr = db::expr::constant(db::Value::boolean(constant.boolean));
         return result;
     }
-    if (const Json &fval = field(body, "fval"); fval.is_object()) {
-        const std::string text = string_field(fval, "fval");
+    if (constant.kind == Kind::number) {
+        const std::string &text = constant.text;
         const bool exponent = text.find_first_of("eE") != std::string::npos;
         const bool point = text.find('.') != std::string::npos;
         std::size_t digits = 0;
@@ -468,22 +375,17 @@ Bound Binder::bind_constant_node(const Json &body) {
         result.expr = db::expr::constant(db::Value::float64(value));
         return result;
     }
-    if (field(body, "bsval").is_object()) {
+    if (constant.kind == Kind::bit_string) {
         fail("bit string constants are not supported", result.location);
     }
     fail("unsupported constant", result.location);
 }
 
-Bound Binder::bind_column_ref(const Json &body, Context &context) {
-    const std::int64_t location = int_field(body, "location", -1);
-    const auto fields = list_field(body, "fields");
-    std::vector<std::string> parts;
-    for (const Json *part : fields) {
-        if (node_name(*part) == "A_Star") {
-            fail("\"*\" is only allowed in the select list and in count(*)", location);
-        }
-        parts.push_back(string_value(*part));
+Bound Binder::bind_column_ref(const ast::ColumnRef &ref, ast::Location location, Context &context) {
+    if (ref.star || ref.inner_star) {
+        fail("\"*\" is only allowed in the select list and in count(*)", location);
     }
+    const std::vector<std::string> &parts = ref.names;
     if (parts.empty() || parts.size() > 2) {
         fail("column references with schemas are not supported", location);
     }
@@ -543,37 +445,34 @@ Bound Binder::bind_column_ref(const Json &body, Context &context) {
     fail("column \"" + shown + "\" does not exist", location);
 }
 
-Bound Binder::bind_case(const Json &body, Context &context) {
-    const std::int64_t location = int_field(body, "location", -1);
-    const Json &argument = field(body, "arg");
+Bound Binder::bind_case(const ast::CaseExpr &expression, ast::Location location, Context &context) {
     std::optional<Bound> operand;
-    if (!argument.is_null()) {
-        operand = bind(argument, context);
+    if (expression.operand != nullptr) {
+        operand = bind(*expression.operand, context);
     }
     std::vector<Bound> results;
     std::vector<db::ExprPtr> conditions;
-    for (const Json *when : list_field(body, "args")) {
-        const Json &branch = node_body(*when);
-        Bound condition = bind(field(branch, "expr"), context);
+    for (const ast::CaseWhen &branch : expression.branches) {
+        Bound condition = bind(*branch.condition, context);
         if (operand.has_value()) {
-            conditions.push_back(compare(db::CompareOp::equal, *operand, condition, location_of(*when)));
+            conditions.push_back(compare(db::CompareOp::equal, *operand, condition, branch.location));
         } else {
             if (condition.interval.has_value() || condition.expr->type().id != db::TypeId::boolean) {
                 if (!condition.expr->value().null || condition.expr->kind() != db::ExprKind::constant) {
                     fail("argument of CASE/WHEN must be type BOOLEAN, not type " +
                              (condition.interval ? std::string("INTERVAL")
                                                  : condition.expr->type().to_string()),
-                         location_of(field(branch, "expr")));
+                         branch.condition->location);
                 }
                 condition.expr = db::expr::null(db::Type::boolean());
             }
             conditions.push_back(condition.expr);
         }
-        results.push_back(bind(field(branch, "result"), context));
+        results.push_back(bind(*branch.result, context));
     }
     std::optional<Bound> otherwise;
-    if (!field(body, "defresult").is_null()) {
-        otherwise = bind(field(body, "defresult"), context);
+    if (expression.otherwise != nullptr) {
+        otherwise = bind(*expression.otherwise, context);
     }
     // String literals among non-string results take the results' type.
     std::optional<db::Type> typed;
@@ -613,28 +512,27 @@ Bound Binder::bind_case(const Json &body, Context &context) {
     return result;
 }
 
-Bound Binder::bind_type_cast(const Json &body, Context &context) {
-    const Json &type_name = field(body, "typeName");
-    const std::int64_t location = int_field(type_name, "location", int_field(body, "location", -1));
-    const auto names = list_field(type_name, "names");
-    const std::string name = names.empty() ? std::string() : lower(string_value(*names.back()));
-    const Json &argument = field(body, "arg");
+Bound Binder::bind_type_cast(const ast::TypeCast &cast, ast::Location cast_location, Context &context) {
+    const ast::TypeName &type_name = cast.type;
+    const std::int64_t location = type_name.location >= 0 ? type_name.location : cast_location;
+    const std::string name = type_name.names.empty() ? std::string() : lower(type_name.names.back());
+    const ast::Expr &argument = *cast.argument;
     if (name == "interval") {
-        const Json &constant = node_body(argument);
-        if (node_name(argument) != "A_Const" ||
-            (!field(constant, "sval").is_object() && !field(constant, "ival").is_object())) {
+        const auto *constant = argument.as<ast::Constant>();
+        if (constant == nullptr || (constant->kind != ast::Constant::Kind::string &&
+                                    constant->kind != ast::Constant::Kind::integer)) {
             fail("only constant intervals such as INTERVAL '3' MONTH are supported", location);
         }
-        std::string text = field(constant, "sval").is_object()
-                               ? string_field(field(constant, "sval"), "sval")
-                               : std::to_string(int_field(field(constant, "ival"), "ival"));
+        std::string text = constant->kind == ast::Constant::Kind::string ? constant->text
+                                                                         : std::to_string(constant->integer);
         std::int64_t mask = -1;
-        const auto modifiers = list_field(type_name, "typmods");
-        if (!modifiers.empty()) {
-            mask = int_field(field(node_body(*modifiers[0]), "ival"), "ival");
+        if (!type_name.modifiers.empty()) {
+            const auto *modifier = type_name.modifiers[0]->as<ast::Constant>();
+            mask =
+                modifier != nullptr && modifier->kind == ast::Constant::Kind::integer ? modifier->integer : 0;
         }
         Bound result;
-        result.interval = parse_interval(text, mask, int_field(constant, "location", location));
+        result.interval = parse_interval(text, mask, argument.location >= 0 ? argument.location : location);
         result.location = location;
         return result;
     }
@@ -657,1165 +555,125 @@ Bound Binder::bind_type_cast(const Json &body, Context &context) {
     return result;
 }
 
-Bound Binder::bind_aggregate(const std::string &name, const Json &body, Context &context) {
-    const std::int64_t location = int_field(body, "location", -1);
-    if (context.aggregates == nullptr) {
-        fail("aggregate functions are not allowed in " + std::string(context.clause), location);
+Bound Binder::bind_in_list(const ast::InList &in, ast::Location location, Context &context) {
+    Bound operand = bind(*in.operand, context);
+    const bool negated = in.negated;
+    std::vector<Bound> items;
+    for (const ast::ExprPtr &item : in.items) {
+        items.push_back(bind(*item, context));
     }
-    if (bool_field(body, "agg_within_group") ||
-        (field(body, "agg_order").is_array() && name != "string_agg" && name != "group_concat")) {
-        fail("WITHIN GROUP and ORDER BY in aggregates are not supported (except string_agg(x ORDER BY x))",
-             location);
+    if (operand.interval.has_value()) {
+        fail("intervals cannot be compared", location);
     }
-    // FILTER (WHERE c): the aggregate sees CASE WHEN c THEN argument END, which is NULL (and so
-    // skipped) on the rows c does not accept; count(*) counts CASE WHEN c THEN 1 END.
-    db::ExprPtr filter;
-    if (const Json &filter_node = field(body, "agg_filter"); filter_node.is_object()) {
-        Context inner = context;
-        inner.aggregates = nullptr;
-        inner.windows = nullptr;
-        inner.after_aggregate = false;
-        inner.clause = "FILTER";
-        filter = null_as_boolean(bind_value(filter_node, inner));
-        if (filter->type().id != db::TypeId::boolean) {
-            fail("argument of FILTER must be type BOOLEAN, not type " + filter->type().to_string(),
-                 location_of(filter_node));
+    bool constant = true;
+    std::vector<db::Value> values;
+    for (auto &item : items) {
+        if (item.interval.has_value()) {
+            fail("intervals cannot be compared", item.location);
+        }
+        Bound copy = operand;
+        coerce_literals(copy, item);
+        constant = constant && item.expr->kind() == db::ExprKind::constant;
+        if (constant) {
+            values.push_back(item.expr->value());
         }
     }
-    const auto filtered = [&](db::ExprPtr value) {
-        return filter == nullptr ? value : db::expr::case_when({{filter, std::move(value)}});
-    };
-    const auto arguments = list_field(body, "args");
-    const bool star = bool_field(body, "agg_star");
-    const bool distinct = bool_field(body, "agg_distinct");
-    db::AggregateFunction function{};
-    db::ExprPtr argument;
-    double quantile = 0.5;
-    std::string separator = ",";
-    int order = 0;
-    if (star) {
-        if (name != "count") {
-            fail(name + "(*) is not valid: only count(*) is", location);
-        }
-        function = db::AggregateFunction::count_star;
-        if (filter != nullptr) {
-            function = db::AggregateFunction::count;
-            argument = filtered(db::expr::constant(db::Value::integer(1)));
-        }
-    } else {
-        double fraction = 0.5;
-        if (name == "quantile_cont") {
-            if (arguments.size() != 2) {
-                fail("quantile_cont takes a value and a constant fraction", location);
-            }
-            Context plain;
-            plain.clause = "the fraction of quantile_cont";
-            const db::ExprPtr value = bind_value(*arguments[1], plain);
-            if (value->kind() != db::ExprKind::constant || value->value().null ||
-                !value->type().is_numeric()) {
-                fail("the fraction of quantile_cont must be a numeric constant", location_of(*arguments[1]));
-            }
-            fraction = db::evaluate_constant(*db::expr::cast(value, db::Type::float64())).f64;
-            if (!(fraction >= 0.0 && fraction <= 1.0)) {
-                fail("the fraction of quantile_cont must be between 0 and 1", location_of(*arguments[1]));
-            }
-        } else if (name == "string_agg" || name == "group_concat") {
-            if (arguments.empty() || arguments.size() > 2) {
-                fail(name + " takes a value and an optional separator", location);
-            }
-            if (arguments.size() == 2) {
-                Context plain;
-                plain.clause = "the separator of string_agg";
-                const db::ExprPtr value = bind_value(*arguments[1], plain);
-                if (value->kind() != db::ExprKind::constant || value->value().null ||
-                    value->type().id != db::TypeId::varchar) {
-                    fail("the separator of " + name + " must be a string constant",
-                         location_of(*arguments[1]));
-                }
-                separator = value->value().str;
-            }
-        } else if (arguments.size() != 1) {
-            fail("function " + name + " takes exactly one argument", location);
-        }
-        quantile = fraction;
-        Context inner = context;
-        inner.aggregates = nullptr;
-        inner.windows = nullptr;
-        inner.after_aggregate = false;
-        inner.clause = "the argument of an aggregate function";
-        Bound bound = bind(*arguments[0], inner);
-        if (bound.interval.has_value()) {
-            fail("aggregates of intervals are not supported", bound.location);
-        }
-        argument = filtered(bound.expr);
-        const db::Type type = argument->type();
-        if (name == "count") {
-            function = distinct ? db::AggregateFunction::count_distinct : db::AggregateFunction::count;
-        } else {
-            // min, max, bool_and and bool_or give the same answer over the distinct values.
-            // stddev and variance are computed in DOUBLE from Welford's running moments.
-            if (name == "bool_and" || name == "bool_or") {
-                // Over BOOLEAN, false < true: bool_and is min, bool_or is max.
-                if (type.id != db::TypeId::boolean) {
-                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
-                }
-                function = name == "bool_and" ? db::AggregateFunction::min : db::AggregateFunction::max;
-            } else if (name == "string_agg" || name == "group_concat") {
-                if (distinct) {
-                    fail(name + "(DISTINCT ...) is not supported", location);
-                }
-                argument = db::expr::cast(argument, db::Type::varchar());
-                function = db::AggregateFunction::string_agg;
-                // ORDER BY: only the value itself, ascending or descending (sorted when the
-                // group is finished).
-                const auto keys = list_field(body, "agg_order");
-                if (keys.size() > 1) {
-                    fail(name + "(... ORDER BY ...) supports one key, the value itself", location);
-                }
-                if (keys.size() == 1) {
-                    const Json &sort_by = node_body(*keys[0]);
-                    Bound key = bind(field(sort_by, "node"), inner);
-                    if (key.interval.has_value() || !same_expression(*key.expr, *bound.expr)) {
-                        fail(name + "(... ORDER BY ...) supports only the aggregated value as the key",
-                             location_of(field(sort_by, "node")));
-                    }
-                    order = string_field(sort_by, "sortby_dir") == "SORTBY_DESC" ? -1 : 1;
-                }
-            } else if (name == "median" || name == "quantile_cont") {
-                // DuckDB: DOUBLE for integers and doubles, the argument's type for DECIMALs.
-                if (!type.is_numeric()) {
-                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
-                }
-                if (distinct) {
-                    fail(name + "(DISTINCT ...) is not supported", location);
-                }
-                if (type.id != db::TypeId::decimal) {
-                    argument = db::expr::cast(argument, db::Type::float64());
-                }
-                function = db::AggregateFunction::quantile_cont;
-            } else if (name.starts_with("stddev") || name.starts_with("var")) {
-                if (!type.is_numeric()) {
-                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
-                }
-                if (distinct) {
-                    fail(name + "(DISTINCT ...) is not supported", location);
-                }
-                argument = db::expr::cast(argument, db::Type::float64());
-                function = name == "stddev" || name == "stddev_samp" ? db::AggregateFunction::stddev_samp
-                           : name == "stddev_pop"                    ? db::AggregateFunction::stddev_pop
-                           : name == "var_pop"                       ? db::AggregateFunction::var_pop
-                                                                     : db::AggregateFunction::var_samp;
-            } else if (name == "sum" || name == "avg") {
-                if (!type.is_numeric()) {
-                    fail("function " + name + "(" + type.to_string() + ") does not exist", location);
-                }
-                function =
-                    name == "sum"
-                        ? (distinct ? db::AggregateFunction::sum_distinct : db::AggregateFunction::sum)
-                        : (distinct ? db::AggregateFunction::avg_distinct : db::AggregateFunction::avg);
-            } else {
-                function = name == "min" ? db::AggregateFunction::min : db::AggregateFunction::max;
-            }
-        }
-    }
-    auto &state = *context.aggregates;
-    for (const auto &existing : state.aggregates) {
-        const bool same_argument = (existing.argument == nullptr && argument == nullptr) ||
-                                   (existing.argument != nullptr && argument != nullptr &&
-                                    same_expression(*existing.argument, *argument));
-        if (existing.function == function && same_argument && existing.fraction == quantile &&
-            existing.separator == separator && existing.order == order) {
-            Bound result;
-            result.expr = _columns.ref(existing.output);
-            result.location = location;
-            return result;
-        }
-    }
-    db::Type type;
+    Bound result;
+    result.location = location;
     try {
-        type =
-            db::plan::aggregate_type(function, argument != nullptr ? argument->type() : db::Type::bigint());
-    } catch (const std::exception &error) {
+        if (constant) {
+            result.expr = db::expr::in_list(operand.expr, std::move(values), negated);
+        } else {
+            std::vector<db::ExprPtr> comparisons;
+            for (auto &item : items) {
+                comparisons.push_back(compare(negated ? db::CompareOp::not_equal : db::CompareOp::equal,
+                                              operand, item, location));
+            }
+            result.expr = comparisons.size() == 1 ? comparisons[0]
+                          : negated               ? db::expr::logical_and(std::move(comparisons))
+                                                  : db::expr::logical_or(std::move(comparisons));
+        }
+    } catch (const db::TypeError &error) {
         fail(error.what(), location);
     }
-    const bool counts = function == db::AggregateFunction::count_star ||
-                        function == db::AggregateFunction::count ||
-                        function == db::AggregateFunction::count_distinct;
-    std::string shown = name;
-    shown.append(star ? "(*)" : "(").append(star ? "" : db::to_string(*argument)).append(star ? "" : ")");
-    const ColumnId output = _columns.add(shown, type, !counts);
-    state.aggregates.push_back(LogicalAggregate{function, argument, output, quantile, separator, order});
-    Bound result;
-    result.expr = _columns.ref(output);
-    result.location = location;
     return result;
 }
 
-Bound Binder::bind_window(const std::string &name, const Json &body, Context &context) {
-    const std::int64_t location = int_field(body, "location", -1);
-    if (context.windows == nullptr) {
-        fail("window functions are not allowed in " + std::string(context.clause), location);
+Bound Binder::bind_like(const ast::Like &like, ast::Location location, Context &context) {
+    const bool insensitive = like.insensitive;
+    Bound operand = bind(*like.operand, context);
+    std::optional<char> escape;
+    if (like.invalid_escape) {
+        fail("invalid ESCAPE clause", location);
     }
-    const Json &over = field(body, "over");
-    if (!string_field(over, "name").empty() || !string_field(over, "refname").empty()) {
-        fail("named windows (WINDOW w AS ...) are not supported", location);
-    }
-    if (bool_field(body, "agg_distinct")) {
-        fail("DISTINCT is not supported in window functions", location);
-    }
-    if (field(body, "agg_filter").is_object() || field(body, "agg_order").is_array() ||
-        bool_field(body, "agg_within_group")) {
-        fail("FILTER and ORDER BY are not supported in window functions", location);
-    }
-    // Keys and arguments see the block like the select list does (group keys and aggregates in
-    // an aggregate query); window functions inside them are an error.
-    Context inner = context;
-    inner.windows = nullptr;
-    inner.clause = "the arguments of a window function";
-    BoundWindow window;
-    for (const Json *key : list_field(over, "partitionClause")) {
-        window.partition.push_back(bind_value(*key, inner));
-    }
-    for (const Json *sort : list_field(over, "orderClause")) {
-        const Json &sort_body = node_body(*sort);
-        window.order.push_back(bind_value(field(sort_body, "node"), inner));
-        LogicalSortKey key;
-        key.descending = string_field(sort_body, "sortby_dir") == "SORTBY_DESC";
-        const std::string nulls = string_field(sort_body, "sortby_nulls");
-        if (nulls == "SORTBY_NULLS_FIRST") {
-            key.nulls_first = true;
-        } else if (nulls == "SORTBY_NULLS_LAST") {
-            key.nulls_first = false;
-        }
-        window.order_keys.push_back(key);
-    }
-    // Frame (PostgreSQL's FRAMEOPTION_* bits).
-    const std::int64_t options = int_field(over, "frameOptions", 0);
-    constexpr std::int64_t nondefault = 0x1, range = 0x2, rows = 0x4, groups = 0x8;
-    constexpr std::int64_t start_unbounded_preceding = 0x20, start_unbounded_following = 0x80,
-                           end_unbounded_preceding = 0x40, end_unbounded_following = 0x100,
-                           start_current = 0x200, end_current = 0x400, start_preceding = 0x800,
-                           end_preceding = 0x1000, start_following = 0x2000, end_following = 0x4000,
-                           excludes = 0x8000 | 0x10000 | 0x20000;
-    if ((options & nondefault) != 0) {
-        if ((options & groups) != 0) {
-            fail("GROUPS frames are not supported", location);
-        }
-        if ((options & excludes) != 0) {
-            fail("EXCLUDE in window frames is not supported", location);
-        }
-        window.rows = (options & rows) != 0;
-        if ((options & range) != 0 &&
-            (options & (start_preceding | end_preceding | start_following | end_following)) != 0) {
-            fail("RANGE frames with offsets are not supported (use ROWS)", location);
-        }
-        auto offset_of = [&](const char *which) -> std::uint64_t {
-            Context constant;
-            constant.clause = "a window frame offset";
-            const Json &node = field(over, which);
-            db::ExprPtr value = bind_value(node, constant);
-            if (value->kind() != db::ExprKind::constant || value->value().null ||
-                (value->type().id != db::TypeId::integer && value->type().id != db::TypeId::bigint)) {
-                fail("window frame offsets must be integer constants", location_of(node));
-            }
-            if (value->value().i64 < 0) {
-                fail("window frame offsets must not be negative", location_of(node));
-            }
-            return static_cast<std::uint64_t>(value->value().i64);
-        };
-        using Kind = db::FrameBoundKind;
-        if ((options & start_unbounded_preceding) != 0) {
-            window.start = {Kind::unbounded_preceding, 0};
-        } else if ((options & start_current) != 0) {
-            window.start = {Kind::current_row, 0};
-        } else if ((options & start_preceding) != 0) {
-            window.start = {Kind::preceding, offset_of("startOffset")};
-        } else if ((options & start_following) != 0) {
-            window.start = {Kind::following, offset_of("startOffset")};
-        } else if ((options & start_unbounded_following) != 0) {
-            fail("frame start cannot be UNBOUNDED FOLLOWING", location);
-        }
-        if ((options & end_unbounded_following) != 0) {
-            window.end = {Kind::unbounded_following, 0};
-        } else if ((options & end_current) != 0) {
-            window.end = {Kind::current_row, 0};
-        } else if ((options & end_preceding) != 0) {
-            window.end = {Kind::preceding, offset_of("endOffset")};
-        } else if ((options & end_following) != 0) {
-            window.end = {Kind::following, offset_of("endOffset")};
-        } else if ((options & end_unbounded_preceding) != 0) {
-            fail("frame end cannot be UNBOUNDED PRECEDING", location);
-        }
-    }
-
-    const auto arguments = list_field(body, "args");
-    const bool star = bool_field(body, "agg_star");
-    auto expect_arguments = [&](std::size_t low, std::size_t high) {
-        if (arguments.size() < low || arguments.size() > high) {
-            fail("wrong number of arguments for window function " + name, location);
-        }
-    };
-    using Function = db::WindowFunction;
-    if (name == "row_number" || name == "rank" || name == "dense_rank") {
-        expect_arguments(0, 0);
-        window.function = name == "row_number" ? Function::row_number
-                          : name == "rank"     ? Function::rank
-                                               : Function::dense_rank;
-    } else if (name == "ntile") {
-        expect_arguments(1, 1);
-        window.function = Function::ntile;
-        window.argument = bind_value(*arguments[0], inner);
-        if (window.argument->type().id != db::TypeId::integer &&
-            window.argument->type().id != db::TypeId::bigint) {
-            fail("ntile needs an integer argument", location);
-        }
-        window.argument = db::expr::cast(window.argument, db::Type::bigint());
-    } else if (name == "lag" || name == "lead") {
-        expect_arguments(1, 3);
-        window.function = name == "lag" ? Function::lag : Function::lead;
-        window.argument = bind_value(*arguments[0], inner);
-        if (arguments.size() >= 2) {
-            db::ExprPtr offset = bind_value(*arguments[1], inner);
-            if (offset->kind() != db::ExprKind::constant ||
-                (offset->type().id != db::TypeId::integer && offset->type().id != db::TypeId::bigint)) {
-                fail(name + " supports only a constant integer offset", location_of(*arguments[1]));
-            }
-            window.offset = offset->value().null ? 1 : offset->value().i64;
-            if (offset->value().null) {
-                fail(name + " offset must not be NULL", location_of(*arguments[1]));
-            }
-        }
-        if (arguments.size() == 3) {
-            Bound fallback = bind(*arguments[2], inner);
-            try {
-                window.default_value = fallback.string_literal
-                                           ? cast_literal(fallback, window.argument->type())
-                                           : checked(db::expr::cast(fallback.expr, window.argument->type()),
-                                                     location_of(*arguments[2]));
-            } catch (const db::TypeError &error) {
-                fail(error.what(), location_of(*arguments[2]));
-            }
-        }
-    } else if (name == "first_value" || name == "last_value") {
-        expect_arguments(1, 1);
-        window.function = name == "first_value" ? Function::first_value : Function::last_value;
-        window.argument = bind_value(*arguments[0], inner);
-    } else if (name == "count" || name == "sum" || name == "avg" || name == "min" || name == "max") {
-        if (star) {
-            window.function = Function::count_star;
-        } else {
-            expect_arguments(1, 1);
-            window.argument = bind_value(*arguments[0], inner);
-            window.function = name == "count" ? Function::count
-                              : name == "sum" ? Function::sum
-                              : name == "avg" ? Function::avg
-                              : name == "min" ? Function::min
-                                              : Function::max;
-        }
-    } else {
-        fail("window function " + name + " is not supported", location);
-    }
-    db::Type type;
-    try {
-        type = db::plan::window_type(window.function, window.argument != nullptr ? window.argument->type()
-                                                                                 : db::Type::bigint());
-    } catch (const std::exception &error) {
-        fail(error.what(), location);
-    }
-    const bool never_null = window.function == Function::row_number || window.function == Function::rank ||
-                            window.function == Function::dense_rank ||
-                            window.function == Function::count_star || window.function == Function::count;
-    std::string shown = name;
-    shown.append(star ? "(*)" : "(")
-        .append(star || window.argument == nullptr ? "" : db::to_string(*window.argument))
-        .append(star ? "" : ")")
-        .append(" OVER (...)");
-    window.output = _columns.add(shown, type, !never_null);
-    context.windows->push_back(window);
-    Bound result;
-    result.expr = _columns.ref(window.output);
-    result.location = location;
-    return result;
-}
-
-Bound Binder::bind_function(const Json &body, Context &context) {
-    const std::string name = function_name(body);
-    const std::int64_t location = int_field(body, "location", -1);
-    if (field(body, "over").is_object()) {
-        return bind_window(name, body, context);
-    }
-    if (is_aggregate_name(name)) {
-        return bind_aggregate(name, body, context);
-    }
-    if (bool_field(body, "agg_star") || bool_field(body, "agg_distinct")) {
-        fail("function " + name + " is not an aggregate", location);
-    }
-    const auto arguments = list_field(body, "args");
-    Bound result;
-    result.location = location;
-    if (name == "extract" || name == "date_part") {
-        if (arguments.size() != 2 || node_name(*arguments[0]) != "A_Const" ||
-            !field(node_body(*arguments[0]), "sval").is_object()) {
-            fail("EXTRACT needs a field name and a date", location);
-        }
-        const std::string part = lower(string_field(field(node_body(*arguments[0]), "sval"), "sval"));
-        const auto parsed = db::parse_date_part(part);
-        if (!parsed.has_value() || *parsed == db::DatePart::era) {
-            fail("EXTRACT(" + part +
-                     " ...) is not supported (year, quarter, month, week, day, dow, isodow, doy, isoyear, "
-                     "yearweek, "
-                     "decade, century, millennium, hour, minute, second, millisecond, microsecond, epoch, "
-                     "julian "
-                     "are)",
-                 location);
-        }
-        const db::DatePart date_part = *parsed;
-        Bound operand = bind(*arguments[1], context);
-        if (operand.interval.has_value()) {
-            fail("EXTRACT from an interval is not supported", location);
-        }
-        if (operand.string_literal) {
-            operand.expr = cast_literal(operand, db::Type::date());
-        }
-        try {
-            result.expr = db::expr::extract(date_part, operand.expr);
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
-    }
-    if (name == "substring" || name == "substr") {
-        if (arguments.size() < 2 || arguments.size() > 3) {
-            fail("SUBSTRING takes a string, a start and an optional length", location);
-        }
-        std::vector<db::ExprPtr> operands;
-        for (const Json *argument : arguments) {
-            Bound bound = bind(*argument, context);
-            if (bound.interval.has_value()) {
-                fail("SUBSTRING of an interval is not supported", location);
-            }
-            operands.push_back(bound.expr);
-        }
-        try {
-            result.expr =
-                db::expr::substring(operands[0], operands[1], operands.size() > 2 ? operands[2] : nullptr);
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
-    }
-    if (name == "coalesce") {
-        std::vector<db::ExprPtr> operands;
-        for (const Json *argument : arguments) {
-            operands.push_back(bind_value(*argument, context));
-        }
-        try {
-            result.expr = db::expr::coalesce(std::move(operands));
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
-    }
-    static const std::pair<const char *, db::Function> scalar_functions[] = {
-        {"upper", db::Function::upper},
-        {"ucase", db::Function::upper},
-        {"lower", db::Function::lower},
-        {"lcase", db::Function::lower},
-        {"length", db::Function::length},
-        {"len", db::Function::length},
-        {"char_length", db::Function::length},
-        {"character_length", db::Function::length},
-        {"trim", db::Function::trim},
-        {"btrim", db::Function::trim},
-        {"ltrim", db::Function::ltrim},
-        {"rtrim", db::Function::rtrim},
-        {"replace", db::Function::replace},
-        {"concat", db::Function::concat},
-        {"starts_with", db::Function::starts_with},
-        {"regexp_matches", db::Function::regexp_matches},
-        {"abs", db::Function::abs},
-        {"ceil", db::Function::ceil},
-        {"ceiling", db::Function::ceil},
-        {"floor", db::Function::floor},
-        {"round", db::Function::round},
-        {"sqrt", db::Function::sqrt},
-        {"power", db::Function::power},
-        {"pow", db::Function::power},
-        {"ln", db::Function::ln},
-        {"exp", db::Function::exp},
-        {"greatest", db::Function::greatest},
-        {"least", db::Function::least},
-        {"date_trunc", db::Function::date_trunc},
-        {"datetrunc", db::Function::date_trunc},
-        {"strftime", db::Function::strftime},
-    };
-    for (const auto &[function_name_text, function] : scalar_functions) {
-        if (name != function_name_text) {
-            continue;
-        }
-        std::vector<db::ExprPtr> operands;
-        for (std::size_t i = 0; i < arguments.size(); ++i) {
-            Bound bound = bind(*arguments[i], context);
-            if (bound.interval.has_value()) {
-                fail("interval values are supported only in date arithmetic", location_of(*arguments[i]));
-            }
-            // A string literal where a date is expected is a date (date_trunc('month', '1992-02-09')).
-            const bool date_position = (function == db::Function::date_trunc && i == 1) ||
-                                       (function == db::Function::strftime && i == 0);
-            if (bound.string_literal && date_position) {
-                bound.expr = cast_literal(bound, db::Type::date());
-            }
-            operands.push_back(bound.expr);
-        }
-        try {
-            result.expr = db::expr::function(function, std::move(operands));
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
-    }
-    if (name == "nullif") {
-        if (arguments.size() != 2) {
-            fail("nullif() takes 2 arguments", location);
-        }
-        Bound left = bind(*arguments[0], context);
-        Bound right = bind(*arguments[1], context);
-        const db::ExprPtr value = left.expr;
-        db::ExprPtr equal = compare(db::CompareOp::equal, left, right, location);
-        try {
-            result.expr = db::expr::case_when({{equal, db::expr::null(value->type())}}, value);
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
-    }
-    fail("function " + name + "() is not supported", location);
-}
-
-namespace {
-
-/// NOT (x op y) for non-NULL operands: x ALL (op) S is NOT (x ANY (negated op) S).
-db::CompareOp negated(db::CompareOp op) noexcept {
-    switch (op) {
-    case db::CompareOp::equal:
-        return db::CompareOp::not_equal;
-    case db::CompareOp::not_equal:
-        return db::CompareOp::equal;
-    case db::CompareOp::less:
-        return db::CompareOp::greater_equal;
-    case db::CompareOp::less_equal:
-        return db::CompareOp::greater;
-    case db::CompareOp::greater:
-        return db::CompareOp::less_equal;
-    case db::CompareOp::greater_equal:
-        return db::CompareOp::less;
-    }
-    return op;
-}
-
-/// CASE WHEN matched THEN TRUE WHEN unknown THEN NULL ELSE FALSE: SQL's answer of a quantified
-/// comparison from "some row compares true" and "some row compares NULL" (no unknown: matched).
-db::ExprPtr three_valued(db::ExprPtr matched, db::ExprPtr unknown) {
-    if (unknown == nullptr) {
-        return matched;
-    }
-    return db::expr::case_when({{std::move(matched), db::expr::constant(db::Value::boolean(true))},
-                                {std::move(unknown), db::expr::null(db::Type::boolean())}},
-                               db::expr::constant(db::Value::boolean(false)));
-}
-
-} // namespace
-
-db::ExprPtr Binder::add_mark(Context &context, LogicalPtr right, std::vector<db::ExprPtr> conjuncts) {
-    // The mark join sits inside this block: it cannot read the enclosing query's columns, which
-    // only a correlation conjunct of the block's WHERE carries out of it.
-    const auto &outer = context.scope->outer_references;
-    for (const auto &conjunct : conjuncts) {
-        for (const ColumnId id : columns_of(*conjunct)) {
-            if (std::find(outer.begin(), outer.end(), id) != outer.end()) {
-                fail("a subquery compared with a column of an enclosing query (\"" + _columns[id].name +
-                         "\") is not supported inside another subquery",
-                     -1);
-            }
-        }
-    }
-    const ColumnId mark = _columns.add("mark", db::Type::boolean(), false);
-    SemiJoin join{db::JoinKind::mark, std::move(right), std::move(conjuncts), mark};
-    (context.after_aggregate ? context.block->post_aggregate_joins : context.block->outer_leaves)
-        .push_back(std::move(join));
-    return _columns.ref(mark);
-}
-
-std::vector<db::ExprPtr> Binder::correlate(std::vector<db::ExprPtr> conjuncts, Context &context,
-                                           std::int64_t location) {
-    if (!context.after_aggregate || context.aggregates == nullptr || conjuncts.empty()) {
-        return conjuncts;
-    }
-    std::set<ColumnId> outer;
-    for (const RangeEntry &entry : context.scope->entries) {
-        outer.insert(entry.ids.begin(), entry.ids.end());
-        outer.insert(entry.merged.begin(), entry.merged.end());
-    }
-    for (auto &conjunct : conjuncts) {
-        conjunct = db::expr::remap_columns(conjunct, [&](std::uint32_t id) -> std::uint32_t {
-            if (outer.count(id) == 0) {
-                return id;
-            }
-            const auto grouped = match_group(_columns.ref(id), *context.aggregates);
-            if (!grouped.has_value()) {
-                fail("subquery uses ungrouped column \"" + _columns[id].name +
-                         "\" from outer query (it must appear in the GROUP BY clause)",
-                     location);
-            }
-            return static_cast<std::uint32_t>((*grouped)->column_index());
-        });
-    }
-    return conjuncts;
-}
-
-db::ExprPtr Binder::value_over_no_rows(const db::ExprPtr &expression, const AggregateState &state,
-                                       std::int64_t location) {
-    // Evaluated once over a one-row batch: count() reads 0, every other aggregate and key NULL.
-    const std::vector<ColumnId> ids = columns_of(*expression);
-    db::Batch batch;
-    batch.rows = 1;
-    for (const ColumnId id : ids) {
-        const db::Type type = _columns[id].type;
-        db::Vector column(type, 1);
-        switch (type.physical()) {
-        case db::PhysicalType::u8:
-            column.mutable_data<std::uint8_t>()[0] = 0;
-            break;
-        case db::PhysicalType::i64:
-            column.mutable_data<std::int64_t>()[0] = 0;
-            break;
-        case db::PhysicalType::f64:
-            column.mutable_data<double>()[0] = 0.0;
-            break;
-        case db::PhysicalType::i128:
-            column.mutable_data<db::Int128>()[0] = 0;
-            break;
-        case db::PhysicalType::string:
-            column.mutable_data<db::StringRef>()[0] = db::StringRef{};
-            break;
-        }
-        const bool count = std::any_of(state.aggregates.begin(), state.aggregates.end(), [&](const auto &a) {
-            return a.output == id && (a.function == db::AggregateFunction::count_star ||
-                                      a.function == db::AggregateFunction::count ||
-                                      a.function == db::AggregateFunction::count_distinct);
-        });
-        if (!count) {
-            column.set_null(0);
-        }
-        batch.columns.push_back(std::move(column));
-    }
-    const db::ExprPtr local = db::expr::remap_columns(expression, [&](std::uint32_t id) {
-        return static_cast<std::uint32_t>(std::find(ids.begin(), ids.end(), id) - ids.begin());
-    });
-    db::Vector out;
-    if (const db::EvalStatus status = db::evaluate(*local, batch, out); !status) {
-        fail("correlated subquery: its value over no rows fails: " + std::string(status.message()), location);
-    }
-    return db::expr::constant(out.value(0));
-}
-
-Bound Binder::bind_quantified(const Json &body, bool all, Context &context) {
-    const std::int64_t location = int_field(body, "location", -1);
-    const Json &subselect = field(body, "subselect");
-    const auto operator_names = list_field(body, "operName");
-    std::string op = "=";
-    if (operator_names.size() > 1) {
-        fail("qualified operator names are not supported with ANY/ALL", location);
-    }
-    if (operator_names.size() == 1) {
-        op = string_value(*operator_names.front());
-    }
-    static const std::pair<const char *, db::CompareOp> operators[] = {
-        {"=", db::CompareOp::equal},         {"<>", db::CompareOp::not_equal},
-        {"!=", db::CompareOp::not_equal},    {"<", db::CompareOp::less},
-        {"<=", db::CompareOp::less_equal},   {">", db::CompareOp::greater},
-        {">=", db::CompareOp::greater_equal}};
-    const auto found = std::find_if(std::begin(operators), std::end(operators),
-                                    [&](const auto &entry) { return op == entry.first; });
-    if (found == std::end(operators)) {
-        fail("operator " + op + " is not supported with ANY/ALL subqueries", location);
-    }
-    // x op ALL (S) = NOT (x (negated op) ANY (S)), in three-valued logic as well.
-    const db::CompareOp compare_op = all ? negated(found->second) : found->second;
-    const Json &test = field(body, "testexpr");
-    std::vector<const Json *> tests{&test};
-    if (node_name(test) == "RowExpr") {
-        tests = list_field(node_body(test), "args");
-        if (compare_op != db::CompareOp::equal) {
-            fail("row comparisons with ANY/ALL subqueries are supported only as IN and NOT IN", location);
-        }
-    }
-    std::vector<Bound> outer;
-    bool outer_nullable = false;
-    for (const Json *item : tests) {
-        outer.push_back(bind(*item, context));
-        if (outer.back().interval.has_value()) {
-            fail("an interval cannot be compared", outer.back().location);
-        }
-        for (ColumnId id : columns_of(*outer.back().expr)) {
-            outer_nullable = outer_nullable || _columns[id].nullable;
-        }
-    }
-    if (outer.size() == 1 && single_row_aggregate(node_body(subselect))) {
-        // An aggregate without GROUP BY has exactly one row v: x op ANY {v} and x op ALL {v}
-        // are both x op v (a scalar subquery, correlated or not).
-        Bound value = bind_scalar_subquery(body, context);
-        Bound result;
-        result.location = location;
-        result.expr = compare(found->second, outer.front(), value, location);
-        return result;
-    }
-    const auto bind_subquery = [&] {
-        BoundQuery bound = bind_select(node_body(subselect), context.scope, Correlation::semi_join);
-        if (bound.names.size() != outer.size()) {
-            fail(bound.names.size() > outer.size() ? "subquery has too many columns"
-                                                   : "subquery has too few columns",
-                 location);
-        }
-        if (outer.size() > 1 && !bound.correlated.empty()) {
-            fail("correlated IN subqueries with several columns are not supported", location);
-        }
-        bound.correlated = correlate(std::move(bound.correlated), context, location);
-        return bound;
-    };
-    const auto inner_bound = [&](ColumnId id) {
-        Bound b;
-        b.expr = _columns.ref(id);
-        b.location = location;
-        return b;
-    };
-    BoundQuery bound = bind_subquery();
-    bool inner_nullable = false;
-    for (std::size_t i = 0; i < outer.size(); ++i) {
-        inner_nullable = inner_nullable || _columns[bound.plan->output[i]].nullable;
-    }
-    Bound result;
-    result.location = location;
-
-    if (compare_op != db::CompareOp::equal && bound.correlated.empty()) {
-        // An ordering (or <>) comparison with an uncorrelated subquery: one row of min, max,
-        // row count and non-NULL count decides it for every outer row.
-        const ColumnId value = bound.plan->output.front();
-        const db::Type type = _columns[value].type;
-        const ColumnId rows = _columns.add("any_rows", db::Type::bigint(), false);
-        const ColumnId values = _columns.add("any_values", db::Type::bigint(), false);
-        const ColumnId low = _columns.add("any_min", type, true);
-        const ColumnId high = _columns.add("any_max", type, true);
-        std::vector<LogicalAggregate> aggregates{
-            LogicalAggregate{db::AggregateFunction::count_star, nullptr, rows},
-            LogicalAggregate{db::AggregateFunction::count, _columns.ref(value), values},
-            LogicalAggregate{db::AggregateFunction::min, _columns.ref(value), low},
-            LogicalAggregate{db::AggregateFunction::max, _columns.ref(value), high}};
-        (context.after_aggregate ? context.block->post_aggregate_leaves : context.block->leaves)
-            .push_back(make_aggregate(std::move(bound.plan), {}, {}, std::move(aggregates)));
-        db::ExprPtr matched;
-        switch (compare_op) {
-        case db::CompareOp::less:
-        case db::CompareOp::less_equal:
-            matched = compare(compare_op, outer.front(), inner_bound(high), location);
-            break;
-        case db::CompareOp::greater:
-        case db::CompareOp::greater_equal:
-            matched = compare(compare_op, outer.front(), inner_bound(low), location);
-            break;
-        default: // <>: some non-NULL value differs from x
-            matched = db::expr::logical_or(compare(compare_op, outer.front(), inner_bound(low), location),
-                                           compare(compare_op, outer.front(), inner_bound(high), location));
-            break;
-        }
-        const db::ExprPtr zero = db::expr::constant(db::Value::bigint(0));
-        db::ExprPtr unknown =
-            db::expr::logical_or(db::expr::greater(_columns.ref(rows), _columns.ref(values)),
-                                 db::expr::logical_and(db::expr::is_null(outer.front().expr),
-                                                       db::expr::greater(_columns.ref(rows), zero)));
-        result.expr = three_valued(std::move(matched), std::move(unknown));
-        if (all) {
-            result.expr = db::expr::logical_not(result.expr);
-        }
-        return result;
-    }
-
-    // Mark joins: "some row compares true" (hash keys when op is =), and where NULLs can occur
-    // "some row compares NULL".
-    std::vector<db::ExprPtr> conjuncts;
-    for (std::size_t i = 0; i < outer.size(); ++i) {
-        conjuncts.push_back(compare(compare_op, outer[i], inner_bound(bound.plan->output[i]), location));
-    }
-    conjuncts.insert(conjuncts.end(), bound.correlated.begin(), bound.correlated.end());
-    const bool correlated = !bound.correlated.empty();
-    db::ExprPtr matched = add_mark(context, std::move(bound.plan), std::move(conjuncts));
-    db::ExprPtr unknown;
-    // No row compares true: NULL when the subquery has a NULL (in any column: DuckDB's null-aware
-    // mark join, so a row can compare NULL where PostgreSQL finds a column pair that is false),
-    // or when x has one and the subquery has rows.
-    db::ExprPtr outer_null;
-    if (outer_nullable) {
-        std::vector<db::ExprPtr> nulls;
-        for (const Bound &item : outer) {
-            nulls.push_back(db::expr::is_null(item.expr));
-        }
-        outer_null = nulls.size() == 1 ? nulls.front() : db::expr::logical_or(std::move(nulls));
-    }
-    std::vector<db::ExprPtr> parts;
-    if ((inner_nullable || outer_nullable) && !correlated) {
-        // Uncorrelated: one row of counts (rows, rows without NULLs) answers both questions for
-        // every outer row.
-        BoundQuery copy = bind_subquery();
-        db::ExprPtr complete = _columns.ref(copy.plan->output.front());
-        if (outer.size() > 1) {
-            std::vector<db::ExprPtr> present;
-            for (std::size_t i = 0; i < outer.size(); ++i) {
-                present.push_back(db::expr::is_null(_columns.ref(copy.plan->output[i]), true));
-            }
-            complete = db::expr::case_when(
-                {{db::expr::logical_and(std::move(present)), db::expr::constant(db::Value::integer(1))}},
-                db::expr::null(db::Type::integer()));
-        }
-        const ColumnId rows = _columns.add("in_rows", db::Type::bigint(), false);
-        const ColumnId complete_rows = _columns.add("in_rows_without_nulls", db::Type::bigint(), false);
-        std::vector<LogicalAggregate> aggregates{
-            LogicalAggregate{db::AggregateFunction::count_star, nullptr, rows},
-            LogicalAggregate{db::AggregateFunction::count, std::move(complete), complete_rows}};
-        (context.after_aggregate ? context.block->post_aggregate_leaves : context.block->leaves)
-            .push_back(make_aggregate(std::move(copy.plan), {}, {}, std::move(aggregates)));
-        if (inner_nullable) {
-            parts.push_back(db::expr::greater(_columns.ref(rows), _columns.ref(complete_rows)));
-        }
-        if (outer_nullable) {
-            parts.push_back(db::expr::logical_and(
-                outer_null, db::expr::greater(_columns.ref(rows), db::expr::constant(db::Value::bigint(0)))));
-        }
-    } else {
-        // Correlated: marks over copies of the subquery, per outer row's correlation values.
-        if (inner_nullable) {
-            BoundQuery copy = bind_subquery();
-            std::vector<db::ExprPtr> null_rows;
-            for (std::size_t i = 0; i < outer.size(); ++i) {
-                null_rows.push_back(db::expr::is_null(_columns.ref(copy.plan->output[i])));
-            }
-            std::vector<db::ExprPtr> null_row = copy.correlated;
-            null_row.push_back(null_rows.size() == 1 ? null_rows.front()
-                                                     : db::expr::logical_or(std::move(null_rows)));
-            parts.push_back(add_mark(context, std::move(copy.plan), std::move(null_row)));
-        }
-        if (outer_nullable) {
-            BoundQuery copy = bind_subquery();
-            db::ExprPtr any_row = add_mark(context, std::move(copy.plan), std::move(copy.correlated));
-            parts.push_back(db::expr::logical_and(outer_null, any_row));
-        }
-    }
-    if (!parts.empty()) {
-        unknown = parts.size() == 1 ? parts.front() : db::expr::logical_or(std::move(parts));
-    }
-    result.expr = three_valued(std::move(matched), std::move(unknown));
-    if (all) {
-        result.expr = db::expr::logical_not(result.expr);
-    }
-    return result;
-}
-
-Bound Binder::bind_sublink(const Json &body, Context &context) {
-    const std::string type = string_field(body, "subLinkType");
-    const std::int64_t location = int_field(body, "location", -1);
-    if (type != "EXISTS_SUBLINK" && type != "ANY_SUBLINK" && type != "ALL_SUBLINK" &&
-        type != "EXPR_SUBLINK") {
-        fail(type == "ARRAY_SUBLINK" ? "ARRAY subqueries are not supported"
-                                     : "this kind of subquery (" + type + ") is not supported",
-             location);
-    }
-    if (context.block == nullptr) {
-        fail(std::string("subqueries are not allowed in ") + context.clause, location);
-    }
-    const Json &subselect = field(body, "subselect");
-    if (type == "EXISTS_SUBLINK") {
-        BoundQuery bound = bind_select(node_body(subselect), context.scope, Correlation::semi_join, true);
-        Bound result;
-        result.location = location;
-        result.expr = add_mark(context, std::move(bound.plan),
-                               correlate(std::move(bound.correlated), context, location));
-        return result;
-    }
-    if (type != "EXPR_SUBLINK") {
-        return bind_quantified(body, type == "ALL_SUBLINK", context);
-    }
-    return bind_scalar_subquery(body, context);
-}
-
-bool Binder::single_row_aggregate(const Json &select) {
-    const std::string op = string_field(select, "op");
-    const auto targets = list_field(select, "targetList");
-    if ((!op.empty() && op != "SETOP_NONE") || field(select, "valuesLists").is_array() ||
-        targets.size() != 1 || !list_field(select, "groupClause").empty() ||
-        !field(select, "havingClause").is_null() || !field(select, "limitCount").is_null() ||
-        !field(select, "limitOffset").is_null()) {
-        return false;
-    }
-    const Json &value = field(node_body(*targets.front()), "val");
-    return contains_aggregate(value, 0) && !contains_window(value, 0);
-}
-
-Bound Binder::bind_scalar_subquery(const Json &body, Context &context) {
-    const std::int64_t location = int_field(body, "location", -1);
-    Block &block = *context.block;
-    const Json &subselect = field(body, "subselect");
-    BoundQuery bound = bind_select(node_body(subselect), context.scope, Correlation::group_by_key);
-    const std::size_t keys = bound.inner_keys.size();
-    if (bound.plan->output.size() != keys + 1) {
-        fail("subquery must return only one column", location);
-    }
-    const ColumnId value = bound.plan->output[keys];
-    Bound result;
-    result.location = location;
-    result.expr = _columns.ref(value);
-    if (keys == 0) {
-        if (!bound.single_row) {
-            fail("scalar subqueries must be aggregates without GROUP BY (TunaDB cannot prove that this one "
-                 "returns "
-                 "at most one row)",
-                 location);
-        }
-        (context.after_aggregate ? block.post_aggregate_leaves : block.leaves)
-            .push_back(std::move(bound.plan));
-        return result;
-    }
-    if (!contains_aggregate(node_body(subselect), 0)) {
-        fail("correlated scalar subqueries must compute an aggregate", location);
-    }
-    if (!bound.one_row_per_key) {
-        // Several rows per correlation value would be an error, which TunaDB does not check.
-        fail("correlated scalar subqueries may GROUP BY only their correlation columns", location);
-    }
-    std::vector<db::ExprPtr> condition;
-    for (std::size_t i = 0; i < keys; ++i) {
-        const db::ExprPtr outer_key = bound.outer_keys[i];
-        const db::ExprPtr inner_key = _columns.ref(bound.inner_keys[i]);
-        try {
-            if (bound.null_safe_keys && outer_key->kind() != db::ExprKind::constant) {
-                // NULL-safe and still hash keys: coalesce(x, zero) = coalesce(y, zero) AND
-                // (x IS NULL) = (y IS NULL).
-                db::Value zero = db::Value::null_of(outer_key->type());
-                zero.null = false;
-                condition.push_back(
-                    db::expr::equal(db::expr::coalesce({outer_key, db::expr::constant(zero)}),
-                                    db::expr::coalesce({inner_key, db::expr::constant(zero)})));
-                condition.push_back(
-                    db::expr::equal(db::expr::is_null(outer_key), db::expr::is_null(inner_key)));
-            } else {
-                condition.push_back(db::expr::equal(outer_key, inner_key));
-            }
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-    }
-    const bool empty_is_null =
-        bound.empty_value == nullptr ||
-        (bound.empty_value->kind() == db::ExprKind::constant && bound.empty_value->value().null);
-    // An operand of a WHERE comparison: an inner join on the keys drops the rows without a
-    // group, as the comparison with NULL would.
-    const bool decorrelatable =
-        context.decorrelatable != nullptr && &node_body(*context.decorrelatable) == &body;
-    if (decorrelatable && !context.after_aggregate && empty_is_null) {
-        block.leaves.push_back(std::move(bound.plan));
-        block.where_conjuncts.insert(block.where_conjuncts.end(), condition.begin(), condition.end());
-        return result;
-    }
-    // Elsewhere: left-joined on the keys; an outer row without a group reads the select
-    // expression over no rows (count() is 0 there, not NULL: the "count bug").
-    for (ColumnId id : bound.plan->output) {
-        _columns[id].nullable = true;
-    }
-    const ColumnId key = bound.null_safe_keys ? bound.inner_keys.back() : bound.inner_keys.front();
-    (context.after_aggregate ? block.post_aggregate_joins : block.outer_leaves)
-        .push_back(SemiJoin{db::JoinKind::left_outer, std::move(bound.plan),
-                            correlate(std::move(condition), context, location), 0});
-    if (!empty_is_null) {
-        try {
-            result.expr =
-                db::expr::case_when({{db::expr::is_null(_columns.ref(key)), bound.empty_value}}, result.expr);
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-    }
-    return result;
-}
-
-Bound Binder::bind_a_expr(const Json &body, Context &context) {
-    const std::string kind = string_field(body, "kind");
-    const std::int64_t location = int_field(body, "location", -1);
-    const std::string op = operator_name(body);
-    if (kind == "AEXPR_OP") {
-        return bind_operator(op, body, context);
-    }
-    if (kind == "AEXPR_IN") {
-        Bound operand = bind(field(body, "lexpr"), context);
-        const bool negated = op == "<>";
-        std::vector<Bound> items;
-        for (const Json *item : list_items(field(body, "rexpr"))) {
-            items.push_back(bind(*item, context));
-        }
-        if (operand.interval.has_value()) {
-            fail("intervals cannot be compared", location);
-        }
-        bool constant = true;
-        std::vector<db::Value> values;
-        for (auto &item : items) {
-            if (item.interval.has_value()) {
-                fail("intervals cannot be compared", item.location);
-            }
-            Bound copy = operand;
-            coerce_literals(copy, item);
-            constant = constant && item.expr->kind() == db::ExprKind::constant;
-            if (constant) {
-                values.push_back(item.expr->value());
-            }
-        }
-        Bound result;
-        result.location = location;
-        try {
-            if (constant) {
-                result.expr = db::expr::in_list(operand.expr, std::move(values), negated);
-            } else {
-                std::vector<db::ExprPtr> comparisons;
-                for (auto &item : items) {
-                    comparisons.push_back(compare(negated ? db::CompareOp::not_equal : db::CompareOp::equal,
-                                                  operand, item, location));
-                }
-                result.expr = comparisons.size() == 1 ? comparisons[0]
-                              : negated               ? db::expr::logical_and(std::move(comparisons))
-                                                      : db::expr::logical_or(std::move(comparisons));
-            }
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
-    }
-    if (kind == "AEXPR_LIKE" || kind == "AEXPR_ILIKE") {
-        const bool insensitive = kind == "AEXPR_ILIKE";
-        Bound operand = bind(field(body, "lexpr"), context);
-        const Json &pattern_node = field(body, "rexpr");
-        std::optional<char> escape;
-        const Json *pattern = &pattern_node;
-        if (node_name(pattern_node) == "FuncCall" &&
-            function_name(node_body(pattern_node)) == "like_escape") {
-            const auto arguments = list_field(node_body(pattern_node), "args");
-            if (arguments.size() != 2) {
-                fail("invalid ESCAPE clause", location);
-            }
-            pattern = arguments[0];
-            Context plain;
-            plain.clause = "ESCAPE";
-            db::ExprPtr escape_value = bind_value(*arguments[1], plain);
-            if (escape_value->kind() != db::ExprKind::constant ||
-                escape_value->type().id != db::TypeId::varchar || escape_value->value().str.size() != 1) {
-                fail("ESCAPE must be a single character", location_of(*arguments[1]));
-            }
-            escape = escape_value->value().str[0];
-        }
+    const ast::Expr *pattern = like.pattern.get();
+    if (like.escape != nullptr) {
         Context plain;
-        plain.clause = "a LIKE pattern";
-        db::ExprPtr pattern_value = bind_value(*pattern, plain);
-        if (pattern_value->kind() != db::ExprKind::constant ||
-            pattern_value->type().id != db::TypeId::varchar) {
-            fail("LIKE patterns must be string constants", location_of(*pattern));
+        plain.clause = "ESCAPE";
+        db::ExprPtr escape_value = bind_value(*like.escape, plain);
+        if (escape_value->kind() != db::ExprKind::constant ||
+            escape_value->type().id != db::TypeId::varchar || escape_value->value().str.size() != 1) {
+            fail("ESCAPE must be a single character", like.escape->location);
         }
-        if (operand.interval.has_value()) {
-            fail("LIKE needs a string", location);
-        }
-        Bound result;
-        result.location = location;
-        try {
-            std::string pattern_text = pattern_value->value().str;
-            if (insensitive) {
-                // ILIKE: LIKE over both sides in lower case (DuckDB's lower()).
-                operand.expr = db::expr::function(db::Function::lower, {operand.expr});
-                pattern_text = db::expr::function(db::Function::lower,
-                                                  {db::expr::constant(db::Value::varchar(pattern_text))})
-                                   ->value()
-                                   .str;
-            }
-            result.expr = db::expr::like(operand.expr, pattern_text, op == "!~~" || op == "!~~*", escape);
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
+        escape = escape_value->value().str[0];
     }
-    if (kind == "AEXPR_BETWEEN" || kind == "AEXPR_NOT_BETWEEN") {
-        Bound operand = bind(field(body, "lexpr"), context);
-        const auto bounds = list_items(field(body, "rexpr"));
-        if (bounds.size() != 2) {
-            fail("BETWEEN needs two bounds", location);
-        }
-        Bound low = bind(*bounds[0], context);
-        Bound high = bind(*bounds[1], context);
-        if (operand.interval || low.interval || high.interval) {
-            fail("intervals cannot be compared", location);
-        }
-        Bound operand_low = operand;
-        coerce_literals(operand_low, low);
-        Bound operand_high = operand;
-        coerce_literals(operand_high, high);
-        Bound result;
-        result.location = location;
-        try {
-            result.expr =
-                db::expr::between(operand_low.expr, low.expr, high.expr, kind == "AEXPR_NOT_BETWEEN");
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
+    Context plain;
+    plain.clause = "a LIKE pattern";
+    db::ExprPtr pattern_value = bind_value(*pattern, plain);
+    if (pattern_value->kind() != db::ExprKind::constant || pattern_value->type().id != db::TypeId::varchar) {
+        fail("LIKE patterns must be string constants", pattern->location);
     }
-    if (kind == "AEXPR_SIMILAR") {
-        fail("SIMILAR TO is not supported", location);
+    if (operand.interval.has_value()) {
+        fail("LIKE needs a string", location);
     }
-    if (kind == "AEXPR_DISTINCT" || kind == "AEXPR_NOT_DISTINCT" || kind == "AEXPR_NULLIF") {
-        Bound left = bind(field(body, "lexpr"), context);
-        Bound right = bind(field(body, "rexpr"), context);
-        if (left.interval || right.interval) {
-            fail("intervals cannot be compared", location);
+    Bound result;
+    result.location = location;
+    try {
+        std::string pattern_text = pattern_value->value().str;
+        if (insensitive) {
+            // ILIKE: LIKE over both sides in lower case (DuckDB's lower()).
+            operand.expr = db::expr::function(db::Function::lower, {operand.expr});
+            pattern_text = db::expr::function(db::Function::lower,
+                                              {db::expr::constant(db::Value::varchar(pattern_text))})
+                               ->value()
+                               .str;
         }
-        Bound result;
-        result.location = location;
-        if (kind == "AEXPR_NULLIF") {
-            // NULLIF(a, b): CASE WHEN a = b THEN NULL ELSE a END.
-            const db::ExprPtr value = left.expr;
-            db::ExprPtr equal = compare(db::CompareOp::equal, left, right, location);
-            try {
-                result.expr = db::expr::case_when({{equal, db::expr::null(value->type())}}, value);
-            } catch (const db::TypeError &error) {
-                fail(error.what(), location);
-            }
-            return result;
-        }
-        coerce_literals(left, right);
-        try {
-            result.expr = db::expr::function(kind == "AEXPR_DISTINCT" ? db::Function::distinct_from
-                                                                      : db::Function::not_distinct_from,
-                                             {left.expr, right.expr});
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
+        result.expr = db::expr::like(operand.expr, pattern_text, like.negated, escape);
+    } catch (const db::TypeError &error) {
+        fail(error.what(), location);
     }
-    if (kind == "AEXPR_OP_ANY" || kind == "AEXPR_OP_ALL") {
-        fail("ANY/ALL with arrays are not supported", location);
-    }
-    if (kind == "AEXPR_BETWEEN_SYM" || kind == "AEXPR_NOT_BETWEEN_SYM") {
-        fail("BETWEEN SYMMETRIC is not supported", location);
-    }
-    fail("unsupported operator expression " + kind, location);
+    return result;
 }
 
-Bound Binder::bind_operator(const std::string &op, const Json &body, Context &context) {
-    const std::int64_t location = int_field(body, "location", -1);
-    const Json &left_node = field(body, "lexpr");
-    const Json &right_node = field(body, "rexpr");
-    if (left_node.is_null()) {
-        Bound operand = bind(right_node, context);
+Bound Binder::bind_between(const ast::Between &between, ast::Location location, Context &context) {
+    Bound operand = bind(*between.operand, context);
+    const std::vector<ast::ExprPtr> &bounds = between.bounds;
+    if (bounds.size() != 2) {
+        fail("BETWEEN needs two bounds", location);
+    }
+    Bound low = bind(*bounds[0], context);
+    Bound high = bind(*bounds[1], context);
+    if (operand.interval || low.interval || high.interval) {
+        fail("intervals cannot be compared", location);
+    }
+    Bound operand_low = operand;
+    coerce_literals(operand_low, low);
+    Bound operand_high = operand;
+    coerce_literals(operand_high, high);
+    Bound result;
+    result.location = location;
+    try {
+        result.expr = db::expr::between(operand_low.expr, low.expr, high.expr, between.negated);
+    } catch (const db::TypeError &error) {
+        fail(error.what(), location);
+    }
+    return result;
+}
+
+Bound Binder::bind_operator(const ast::Operator &expression, ast::Location location, Context &context) {
+    const std::string &op = expression.name;
+    if (expression.left == nullptr) {
+        Bound operand = bind(*expression.right, context);
         if (op == "+") {
             return operand;
         }
@@ -1835,8 +693,8 @@ Bound Binder::bind_operator(const std::string &op, const Json &body, Context &co
         }
         fail("operator " + op + " is not supported", location);
     }
-    Bound left = bind(left_node, context);
-    Bound right = bind(right_node, context);
+    Bound left = bind(*expression.left, context);
+    Bound right = bind(*expression.right, context);
     static const std::pair<const char *, db::CompareOp> comparisons[] = {
         {"=", db::CompareOp::equal},         {"<>", db::CompareOp::not_equal},
         {"!=", db::CompareOp::not_equal},    {"<", db::CompareOp::less},
@@ -1876,31 +734,61 @@ Bound Binder::bind_operator(const std::string &op, const Json &body, Context &co
     fail("operator " + op + " is not supported", location);
 }
 
-db::ExprPtr Binder::bind_value(const Json &node, Context &context) {
+db::ExprPtr Binder::bind_value(const ast::Expr &node, Context &context) {
     Bound bound = bind(node, context);
     if (bound.interval.has_value()) {
         fail("interval values are supported only in date arithmetic",
-             bound.location >= 0 ? bound.location : location_of(node));
+             bound.location >= 0 ? bound.location : node.location);
     }
     return bound.expr;
 }
 
-db::ExprPtr Binder::bind_constant(const Json &node) {
+db::ExprPtr Binder::bind_constant(const ast::Expr &node) {
     Context context;
     context.clause = "VALUES";
     db::ExprPtr expression = bind_value(node, context);
-    return checked(expression, location_of(node));
+    return checked(expression, node.location);
 }
 
-Bound Binder::bind(const Json &node, Context &context) {
+Bound Binder::bind_bool(const ast::BoolExpr &expression, ast::Location location, Context &context) {
+    std::vector<db::ExprPtr> operands;
+    for (const ast::ExprPtr &argument : expression.arguments) {
+        Bound operand = bind(*argument, context);
+        if (operand.interval.has_value()) {
+            fail("intervals are not booleans", argument->location);
+        }
+        if (operand.string_literal) {
+            operand.expr = cast_literal(operand, db::Type::boolean());
+        }
+        operands.push_back(null_as_boolean(operand.expr));
+    }
+    Bound result;
+    result.location = location;
+    try {
+        if (expression.op == ast::BoolOperator::and_op) {
+            result.expr = db::expr::logical_and(std::move(operands));
+        } else if (expression.op == ast::BoolOperator::or_op) {
+            result.expr = db::expr::logical_or(std::move(operands));
+        } else {
+            if (operands.size() != 1) {
+                fail("NOT takes one operand", result.location);
+            }
+            result.expr = db::expr::logical_not(operands[0]);
+        }
+    } catch (const db::TypeError &error) {
+        fail(error.what(), result.location);
+    }
+    return result;
+}
+
+Bound Binder::bind(const ast::Expr &node, Context &context) {
     DepthGuard guard(context.depth);
-    const std::string_view kind = node_name(node);
-    const Json &body = node_body(node);
+    const std::int64_t location = node.location;
     if (context.depth > max_expression_depth) {
-        fail("expression nested too deeply (more than 256 levels)", location_of(node));
+        fail("expression nested too deeply (more than 256 levels)", location);
     }
     // In an aggregate query, a subexpression equal to a GROUP BY key is that key's column.
-    if (context.aggregates != nullptr && kind != "A_Const" && kind != "SubLink" &&
+    if (context.aggregates != nullptr && !node.is<ast::Constant>() && !node.is<ast::SubLink>() &&
         !contains_aggregate(node, 0) && !contains_sublink(node, 0) && !contains_window(node, 0)) {
         Context plain = context;
         plain.aggregates = nullptr;
@@ -1917,76 +805,93 @@ Bound Binder::bind(const Json &node, Context &context) {
         if (bound.expr->is_constant_tree()) {
             return bound;
         }
-        if (kind == "ColumnRef") {
+        if (node.is<ast::ColumnRef>()) {
             std::string name = column_name(node);
             fail("column \"" + name +
                      "\" must appear in the GROUP BY clause or be used in an aggregate function",
-                 location_of(node));
+                 location);
         }
     }
-    if (kind == "ColumnRef") {
-        return bind_column_ref(body, context);
+    if (const auto *reference = node.as<ast::ColumnRef>()) {
+        return bind_column_ref(*reference, location, context);
     }
-    if (kind == "A_Const") {
-        return bind_constant_node(body);
+    if (const auto *constant = node.as<ast::Constant>()) {
+        return bind_constant_node(*constant, location);
     }
-    if (kind == "A_Expr") {
-        return bind_a_expr(body, context);
+    if (const auto *op = node.as<ast::Operator>()) {
+        return bind_operator(*op, location, context);
     }
-    if (kind == "BoolExpr") {
-        const std::string op = string_field(body, "boolop");
-        std::vector<db::ExprPtr> operands;
-        for (const Json *argument : list_field(body, "args")) {
-            Bound operand = bind(*argument, context);
-            if (operand.interval.has_value()) {
-                fail("intervals are not booleans", location_of(*argument));
-            }
-            if (operand.string_literal) {
-                operand.expr = cast_literal(operand, db::Type::boolean());
-            }
-            operands.push_back(null_as_boolean(operand.expr));
+    if (const auto *in = node.as<ast::InList>()) {
+        return bind_in_list(*in, location, context);
+    }
+    if (const auto *like = node.as<ast::Like>()) {
+        return bind_like(*like, location, context);
+    }
+    if (const auto *between = node.as<ast::Between>()) {
+        return bind_between(*between, location, context);
+    }
+    if (const auto *distinct = node.as<ast::DistinctFrom>()) {
+        Bound left = bind(*distinct->left, context);
+        Bound right = bind(*distinct->right, context);
+        if (left.interval || right.interval) {
+            fail("intervals cannot be compared", location);
         }
         Bound result;
-        result.location = int_field(body, "location", -1);
+        result.location = location;
+        coerce_literals(left, right);
         try {
-            if (op == "AND_EXPR") {
-                result.expr = db::expr::logical_and(std::move(operands));
-            } else if (op == "OR_EXPR") {
-                result.expr = db::expr::logical_or(std::move(operands));
-            } else {
-                if (operands.size() != 1) {
-                    fail("NOT takes one operand", result.location);
-                }
-                result.expr = db::expr::logical_not(operands[0]);
-            }
+            result.expr = db::expr::function(distinct->negated ? db::Function::not_distinct_from
+                                                               : db::Function::distinct_from,
+                                             {left.expr, right.expr});
         } catch (const db::TypeError &error) {
-            fail(error.what(), result.location);
+            fail(error.what(), location);
         }
         return result;
     }
-    if (kind == "NullTest") {
-        if (node_name(field(body, "arg")) == "RowExpr") {
-            fail("IS NULL on rows is not supported", int_field(body, "location", -1));
+    if (const auto *nullif = node.as<ast::NullIf>()) {
+        Bound left = bind(*nullif->left, context);
+        Bound right = bind(*nullif->right, context);
+        if (left.interval || right.interval) {
+            fail("intervals cannot be compared", location);
         }
-        Bound operand = bind(field(body, "arg"), context);
+        // NULLIF(a, b): CASE WHEN a = b THEN NULL ELSE a END.
+        Bound result;
+        result.location = location;
+        const db::ExprPtr value = left.expr;
+        db::ExprPtr equal = compare(db::CompareOp::equal, left, right, location);
+        try {
+            result.expr = db::expr::case_when({{equal, db::expr::null(value->type())}}, value);
+        } catch (const db::TypeError &error) {
+            fail(error.what(), location);
+        }
+        return result;
+    }
+    if (const auto *bool_expression = node.as<ast::BoolExpr>()) {
+        return bind_bool(*bool_expression, location, context);
+    }
+    if (const auto *test = node.as<ast::NullTest>()) {
+        if (test->argument->is<ast::Row>()) {
+            fail("IS NULL on rows is not supported", location);
+        }
+        Bound operand = bind(*test->argument, context);
         if (operand.interval.has_value()) {
-            fail("IS NULL on an interval is not supported", int_field(body, "location", -1));
+            fail("IS NULL on an interval is not supported", location);
         }
         Bound result;
-        result.location = int_field(body, "location", -1);
-        result.expr = db::expr::is_null(operand.expr, string_field(body, "nulltesttype") == "IS_NOT_NULL");
+        result.location = location;
+        result.expr = db::expr::is_null(operand.expr, test->negated);
         return result;
     }
-    if (kind == "CaseExpr") {
-        return bind_case(body, context);
+    if (const auto *case_expression = node.as<ast::CaseExpr>()) {
+        return bind_case(*case_expression, location, context);
     }
-    if (kind == "CoalesceExpr") {
+    if (const auto *coalesce = node.as<ast::Coalesce>()) {
         std::vector<db::ExprPtr> operands;
-        for (const Json *argument : list_field(body, "args")) {
+        for (const ast::ExprPtr &argument : coalesce->arguments) {
             operands.push_back(bind_value(*argument, context));
         }
         Bound result;
-        result.location = int_field(body, "location", -1);
+        result.location = location;
         try {
             result.expr = db::expr::coalesce(std::move(operands));
         } catch (const db::TypeError &error) {
@@ -1994,60 +899,52 @@ Bound Binder::bind(const Json &node, Context &context) {
         }
         return result;
     }
-    if (kind == "TypeCast") {
-        return bind_type_cast(body, context);
+    if (const auto *cast = node.as<ast::TypeCast>()) {
+        return bind_type_cast(*cast, location, context);
     }
-    if (kind == "MinMaxExpr") { // GREATEST(...) and LEAST(...)
+    if (const auto *min_max = node.as<ast::MinMax>()) { // GREATEST(...) and LEAST(...)
         std::vector<db::ExprPtr> operands;
-        for (const Json *argument : list_field(body, "args")) {
+        for (const ast::ExprPtr &argument : min_max->arguments) {
             operands.push_back(bind_value(*argument, context));
         }
         Bound result;
-        result.location = int_field(body, "location", -1);
+        result.location = location;
         try {
-            result.expr = db::expr::function(
-                string_field(body, "op") == "IS_GREATEST" ? db::Function::greatest : db::Function::least,
-                std::move(operands));
+            result.expr = db::expr::function(min_max->greatest ? db::Function::greatest : db::Function::least,
+                                             std::move(operands));
         } catch (const db::TypeError &error) {
             fail(error.what(), result.location);
         }
         return result;
     }
-    if (kind == "FuncCall") {
-        return bind_function(body, context);
+    if (const auto *call = node.as<ast::FuncCall>()) {
+        return bind_function(*call, location, context);
     }
-    if (kind == "SubLink") {
-        return bind_sublink(body, context);
+    if (node.is<ast::SubLink>()) {
+        return bind_sublink(node, context);
     }
-    if (kind == "ParamRef") {
-        fail("parameters ($n) are not supported", int_field(body, "location", -1));
+    if (node.is<ast::CurrentDate>()) {
+        // The local date when the statement is bound (DuckDB: the transaction's start).
+        const std::time_t now = std::time(nullptr);
+        std::tm local{};
+        localtime_r(&now, &local);
+        Bound result;
+        result.location = location;
+        result.expr = db::expr::constant(db::Value::date(
+            db::date::from_civil(local.tm_year + 1900, static_cast<unsigned>(local.tm_mon + 1),
+                                 static_cast<unsigned>(local.tm_mday))));
+        return result;
     }
-    if (kind == "SQLValueFunction") {
-        if (string_field(body, "op") == "SVFOP_CURRENT_DATE") {
-            // The local date when the statement is bound (DuckDB: the transaction's start).
-            const std::time_t now = std::time(nullptr);
-            std::tm local{};
-            localtime_r(&now, &local);
-            Bound result;
-            result.location = int_field(body, "location", -1);
-            result.expr = db::expr::constant(db::Value::date(
-                db::date::from_civil(local.tm_year + 1900, static_cast<unsigned>(local.tm_mon + 1),
-                                     static_cast<unsigned>(local.tm_mday))));
-            return result;
-        }
-        fail("CURRENT_TIME, CURRENT_TIMESTAMP and similar functions are not supported (CURRENT_DATE is)",
-             int_field(body, "location", -1));
+    if (node.is<ast::Row>()) {
+        fail("arrays and rows are not supported", location);
     }
-    if (kind == "BooleanTest") {
-        fail("IS [NOT] TRUE/FALSE/UNKNOWN is not supported", int_field(body, "location", -1));
+    if (node.is<ast::SetToDefault>()) {
+        fail("unsupported expression: SetToDefault", location);
     }
-    if (kind == "A_Indirection" || kind == "A_ArrayExpr" || kind == "RowExpr") {
-        fail("arrays and rows are not supported", location_of(node));
+    if (node.is<ast::GroupingSet>()) {
+        fail("unsupported expression: GroupingSet", location);
     }
-    if (kind == "CollateClause") {
-        fail("COLLATE is not supported", location_of(node));
-    }
-    fail("unsupported expression: " + std::string(kind.empty() ? "?" : kind), location_of(node));
+    fail(std::get<ast::Unsupported>(node.node).message, location);
 }
 
 } // namespace mx::sql::detail

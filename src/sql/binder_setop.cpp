@@ -23,26 +23,14 @@ namespace mx::sql::detail {
 
 namespace {
 
-/// The select body of a set operation's branch (libpg_query writes them without the wrapper).
-const Json &select_body(const Json &node) { return node_name(node) == "SelectStmt" ? node_body(node) : node; }
-
-bool is_set_operation(const Json &select) {
-    const std::string op = string_field(select, "op");
-    return !op.empty() && op != "SETOP_NONE";
-}
-
-/// Clauses that apply to the result of a set operation or VALUES list as a whole.
-bool has_result_clauses(const Json &select) {
-    return field(select, "sortClause").is_array() || !field(select, "limitCount").is_null() ||
-           !field(select, "limitOffset").is_null() || field(select, "withClause").is_object();
-}
-
-const char *operation_name(const std::string &op) {
-    if (op == "SETOP_INTERSECT") {
+const char *operation_name(ast::SetOperator op) {
+    switch (op) {
+    case ast::SetOperator::intersect:
         return "INTERSECT";
-    }
-    if (op == "SETOP_EXCEPT") {
+    case ast::SetOperator::except:
         return "EXCEPT";
+    case ast::SetOperator::union_op:
+        break;
     }
     return "UNION";
 }
@@ -58,9 +46,8 @@ bool null_literal_column(const LogicalNode &plan, std::size_t index) {
 }
 
 /// The first byte of the `index`-th select-list entry of a simple SELECT branch (-1 otherwise).
-std::int64_t target_location(const Json &select, std::size_t index) {
-    const auto targets = list_field(select, "targetList");
-    return index < targets.size() ? location_of(*targets[index]) : -1;
+std::int64_t target_location(const ast::SelectStmt &select, std::size_t index) {
+    return index < select.targets.size() ? select.targets[index].location : -1;
 }
 
 } // namespace
@@ -83,41 +70,9 @@ db::Type Binder::set_operation_type(const db::Type &a, const db::Type &b) {
     return db::expr::common_type(a, b);
 }
 
-BoundQuery Binder::bind_result_of(const Json &select, Scope *outer, Correlation correlation, bool exists) {
-    // SELECT * FROM (<the set operation or VALUES>) ORDER BY ... LIMIT ...: ORDER BY names the
-    // result's columns, WITH is visible in both branches.
-    Json inner = select;
-    Json wrapper = Json::object();
-    for (const char *key : {"sortClause", "limitCount", "limitOffset", "limitOption", "withClause"}) {
-        if (inner.contains(key)) {
-            wrapper[key] = inner[key];
-            inner.erase(key);
-        }
-    }
-    Json star = {{"ColumnRef", {{"fields", Json::array({{{"A_Star", Json::object()}}})}}}};
-    wrapper["targetList"] = Json::array({{{"ResTarget", {{"val", star}}}}});
-    Json subselect = {{"subquery", {{"SelectStmt", std::move(inner)}}},
-                      {"alias", {{"aliasname", "unnamed_subquery"}}}};
-    wrapper["fromClause"] = Json::array({{{"RangeSubselect", std::move(subselect)}}});
-    wrapper["op"] = "SETOP_NONE";
-    return bind_select(wrapper, outer, correlation, exists);
-}
-
-BoundQuery Binder::bind_set_operation(const Json &select, Scope *outer) {
-    // The left spine of the tree, bottom first: each step's operator and right branch.
-    struct Step {
-        const Json *node;
-        const Json *right;
-    };
-    std::vector<Step> steps;
-    const Json *leftmost = &select;
-    while (is_set_operation(*leftmost) && (leftmost == &select || !has_result_clauses(*leftmost))) {
-        steps.push_back(Step{leftmost, &select_body(field(*leftmost, "rarg"))});
-        leftmost = &select_body(field(*leftmost, "larg"));
-    }
-    std::reverse(steps.begin(), steps.end());
-
-    BoundQuery first = bind_select(*leftmost, outer);
+BoundQuery Binder::bind_set_operation(const ast::SelectStmt &select, Scope *outer) {
+    // The chain is left-deep: the first branch, then each step's operator and right branch.
+    BoundQuery first = bind_select(*select.first, outer);
     std::vector<std::string> names = first.names;
     std::vector<db::Type> types;
     std::vector<bool> nullable;
@@ -180,9 +135,9 @@ BoundQuery Binder::bind_set_operation(const Json &select, Scope *outer) {
         return plan;
     };
 
-    for (const Step &step : steps) {
-        const std::string op = string_field(*step.node, "op");
-        const bool all = bool_field(*step.node, "all");
+    for (const ast::SetStep &step : select.steps) {
+        const ast::SetOperator op = step.op;
+        const bool all = step.all;
         BoundQuery right = bind_select(*step.right, outer);
         if (right.plan->output.size() != types.size()) {
             fail(std::string("each ") + operation_name(op) + " query must have the same number of columns (" +
@@ -214,7 +169,7 @@ BoundQuery Binder::bind_set_operation(const Json &select, Scope *outer) {
             input = cast_to(std::move(input));
         }
         LogicalPtr right_plan = cast_to(std::move(right.plan));
-        if (op == "SETOP_UNION") {
+        if (op == ast::SetOperator::union_op) {
             if (all && distinct_pending) {
                 LogicalPtr left = combine();
                 inputs.push_back(std::move(left));
@@ -263,7 +218,7 @@ BoundQuery Binder::bind_set_operation(const Json &select, Scope *outer) {
         const db::ExprPtr l = _columns.ref(left_count);
         const db::ExprPtr r = _columns.ref(right_count);
         const db::ExprPtr zero = db::expr::constant(db::Value::bigint(0));
-        const bool intersect = op == "SETOP_INTERSECT";
+        const bool intersect = op == ast::SetOperator::intersect;
         if (!all) {
             std::vector<db::ExprPtr> conjuncts{db::expr::greater(l, zero), intersect
                                                                                ? db::expr::greater(r, zero)
@@ -288,13 +243,11 @@ BoundQuery Binder::bind_set_operation(const Json &select, Scope *outer) {
     return result;
 }
 
-BoundQuery Binder::bind_values(const Json &select) {
-    const auto lists = list_field(select, "valuesLists");
+BoundQuery Binder::bind_values(const ast::SelectStmt &select) {
     std::vector<std::vector<Bound>> rows;
-    for (const Json *list : lists) {
-        const auto items = list_field(node_body(*list), "items");
+    for (const std::vector<ast::ExprPtr> &items : select.values) {
         std::vector<Bound> row;
-        for (const Json *item : items) {
+        for (const ast::ExprPtr &item : items) {
             Context context;
             context.clause = "VALUES";
             Bound bound = bind(*item, context);
@@ -303,14 +256,13 @@ BoundQuery Binder::bind_values(const Json &select) {
             }
             bound.expr = checked(bound.expr, bound.location);
             if (bound.expr->kind() != db::ExprKind::constant) {
-                fail("VALUES lists may only contain constant expressions", location_of(*item));
+                fail("VALUES lists may only contain constant expressions", item->location);
             }
-            bound.location = location_of(*item);
+            bound.location = item->location;
             row.push_back(std::move(bound));
         }
         if (!rows.empty() && row.size() != rows.front().size()) {
-            fail("VALUES lists must all be the same length",
-                 items.empty() ? -1 : location_of(*items.front()));
+            fail("VALUES lists must all be the same length", items.empty() ? -1 : items.front()->location);
         }
         rows.push_back(std::move(row));
     }

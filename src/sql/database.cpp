@@ -7,6 +7,7 @@
 
 #include <mx/db/loader.h>
 
+#include "ast_from_json.h"
 #include "binder.h"
 #include "optimizer.h"
 #include "parser.h"
@@ -16,7 +17,6 @@ namespace mx::sql {
 
 namespace {
 
-using detail::Json;
 using detail::lower;
 
 /// A SELECT compiled down to its physical plan.
@@ -28,7 +28,7 @@ struct Compiled {
     std::vector<std::string> notes;
 };
 
-Compiled compile_select(const detail::Source &source, db::Catalog &catalog, const Json &select,
+Compiled compile_select(const detail::Source &source, db::Catalog &catalog, const ast::SelectStmt &select,
                         std::int64_t location, const OptimizerOptions &options) {
     detail::ColumnRegistry columns;
     detail::Binder binder(source, catalog, columns, location);
@@ -57,30 +57,29 @@ std::string explain_text(const Compiled &compiled, const db::ExecutionOptions &o
 /// Runs one statement; `source` is the whole text (positions are relative to it).
 class StatementRunner {
 public:
-    StatementRunner(Database &database, const detail::Source &source, const detail::Statement &statement)
+    StatementRunner(Database &database, const detail::Source &source, const ast::Statement &statement)
         : _database(database), _source(source), _statement(statement) {}
 
     StatementResult run() {
-        const std::string_view kind = detail::node_name(_statement.node);
-        const Json &body = detail::node_body(_statement.node);
-        if (kind == "SelectStmt") {
-            return select(body);
+        if (const auto *select = std::get_if<ast::SelectPtr>(&_statement.node)) {
+            return this->select(**select);
         }
-        if (kind == "ExplainStmt") {
-            return explain(body);
+        if (const auto *statement = std::get_if<ast::Explain>(&_statement.node)) {
+            return explain(*statement);
         }
-        if (kind == "CreateStmt") {
-            return create_table(body);
+        if (const auto *statement = std::get_if<ast::CreateTable>(&_statement.node)) {
+            return create_table(*statement);
         }
-        if (kind == "DropStmt") {
-            return drop(body);
+        if (const auto *statement = std::get_if<ast::DropTable>(&_statement.node)) {
+            return drop(*statement);
         }
-        if (kind == "CopyStmt") {
-            return copy(body);
+        if (const auto *statement = std::get_if<ast::Copy>(&_statement.node)) {
+            return copy(*statement);
         }
-        if (kind == "InsertStmt") {
-            return insert(body);
+        if (const auto *statement = std::get_if<ast::Insert>(&_statement.node)) {
+            return insert(*statement);
         }
+        const std::string &kind = std::get<ast::OtherStatement>(_statement.node).kind;
         if (kind == "TransactionStmt") {
             fail("transactions are not supported (every statement takes effect at once)", -1);
         }
@@ -95,7 +94,7 @@ public:
 
     /// EXPLAIN ANALYZE of a SELECT: runs it as a SELECT would (cancellable, with progress),
     /// counting rows, tasks and time per operator; the rows are dropped.
-    StatementResult explain_analyze(const Json &select) {
+    StatementResult explain_analyze(const ast::SelectStmt &select) {
         Compiled compiled = compile_select(_source, _database.catalog(), select, _statement.location,
                                            _database.options().optimizer);
         StatementResult result;
@@ -126,8 +125,8 @@ private:
         }
     }
 
-    StatementResult select(const Json &body) {
-        Compiled compiled = compile_select(_source, _database.catalog(), body, _statement.location,
+    StatementResult select(const ast::SelectStmt &statement) {
+        Compiled compiled = compile_select(_source, _database.catalog(), statement, _statement.location,
                                            _database.options().optimizer);
         StatementResult result;
         result.kind = StatementKind::query;
@@ -136,26 +135,25 @@ private:
         return result;
     }
 
-    StatementResult explain(const Json &body) {
+    StatementResult explain(const ast::Explain &statement) {
         bool analyze = false;
-        for (const Json *option : detail::list_field(body, "options")) {
-            const std::string name = detail::string_field(detail::node_body(*option), "defname");
-            if (name == "analyze") {
+        for (const ast::ExplainOption &option : statement.options) {
+            if (option.name == "analyze") {
                 analyze = true;
             } else {
-                fail("EXPLAIN option not supported: " + name + " (supported: ANALYZE)",
-                     detail::location_of(*option));
+                fail("EXPLAIN option not supported: " + option.name + " (supported: ANALYZE)",
+                     option.location);
             }
         }
-        const Json &query = detail::field(body, "query");
-        if (detail::node_name(query) != "SelectStmt") {
-            fail("EXPLAIN supports SELECT statements only", detail::location_of(query));
+        const auto *query = std::get_if<ast::SelectPtr>(&statement.statement->node);
+        if (query == nullptr) {
+            fail("EXPLAIN supports SELECT statements only", statement.statement_location);
         }
         if (analyze) {
-            return explain_analyze(detail::node_body(query));
+            return explain_analyze(**query);
         }
-        Compiled compiled = compile_select(_source, _database.catalog(), detail::node_body(query),
-                                           _statement.location, _database.options().optimizer);
+        Compiled compiled = compile_select(_source, _database.catalog(), **query, _statement.location,
+                                           _database.options().optimizer);
         StatementResult result;
         result.kind = StatementKind::explain;
         result.tag = "EXPLAIN";
@@ -163,75 +161,71 @@ private:
         return result;
     }
 
-    StatementResult create_table(const Json &body) {
-        const Json &relation = detail::field(body, "relation");
-        const std::string name = detail::string_field(relation, "relname");
-        const std::int64_t location = detail::int_field(relation, "location", -1);
-        if (detail::field(body, "inhRelations").is_array() || detail::field(body, "partspec").is_object() ||
-            detail::field(body, "partbound").is_object()) {
+    StatementResult create_table(const ast::CreateTable &statement) {
+        const std::string &name = statement.table.name;
+        const std::int64_t location = statement.table_location;
+        if (statement.inherits_or_partitioned) {
             fail("table inheritance and partitioning are not supported", location);
         }
-        const std::string schema = detail::string_field(relation, "schemaname");
+        const std::string &schema = statement.table.schema;
         if (!schema.empty() && lower(schema) != "main" && lower(schema) != "public") {
             fail("schemas are not supported: \"" + schema + "\"", location);
         }
         detail::ColumnRegistry registry;
         detail::Binder binder(_source, _database.catalog(), registry, _statement.location);
         std::vector<db::ColumnDef> columns;
-        for (const Json *element : detail::list_field(body, "tableElts")) {
-            const std::string_view kind = detail::node_name(*element);
-            const Json &definition = detail::node_body(*element);
-            if (kind == "Constraint") {
-                // Table constraints: PRIMARY KEY, UNIQUE and FOREIGN KEY are accepted and not
-                // enforced (the data is trusted, as in a loaded benchmark database).
-                const std::string type = detail::string_field(definition, "contype");
-                if (type != "CONSTR_PRIMARY" && type != "CONSTR_UNIQUE" && type != "CONSTR_FOREIGN") {
+        for (const auto &element : statement.elements) {
+            if (const auto *constraint = std::get_if<ast::TableConstraint>(&element)) {
+                if (constraint->kind == ast::TableConstraint::Kind::other) {
                     fail("table constraints other than PRIMARY KEY, UNIQUE and FOREIGN KEY are not supported",
-                         detail::int_field(definition, "location", location));
+                         constraint->location >= 0 ? constraint->location : location);
                 }
                 continue;
             }
-            if (kind != "ColumnDef") {
-                fail("unsupported table element " + std::string(kind), detail::location_of(*element));
+            if (const auto *other = std::get_if<ast::OtherTableElement>(&element)) {
+                fail("unsupported table element " + other->kind, other->location);
             }
+            const auto &definition = std::get<ast::ColumnDefinition>(element);
             db::ColumnDef column;
-            column.name = detail::string_field(definition, "colname");
-            column.type = binder.bind_type(detail::field(definition, "typeName"));
-            for (const Json *constraint : detail::list_field(definition, "constraints")) {
-                const Json &c = detail::node_body(*constraint);
-                const std::string type = detail::string_field(c, "contype");
-                const std::int64_t at =
-                    detail::int_field(c, "location", detail::int_field(definition, "location", -1));
-                if (type == "CONSTR_NOTNULL") {
+            column.name = definition.name;
+            column.type = binder.bind_type(definition.type);
+            for (const auto &constraint : definition.constraints) {
+                using Constraint = ast::ColumnDefinition::Constraint;
+                const std::int64_t at = constraint.location;
+                switch (constraint.kind) {
+                case Constraint::not_null:
                     column.nullable = false;
-                } else if (type == "CONSTR_NULL") {
-                    column.nullable = true;
-                } else if (type == "CONSTR_PRIMARY") {
+                    break;
+                case Constraint::primary_key:
                     // PostgreSQL: a primary key column is NOT NULL; uniqueness is not enforced.
                     column.nullable = false;
-                } else if (type == "CONSTR_UNIQUE" || type == "CONSTR_FOREIGN") {
-                    // accepted, not enforced
-                } else if (type == "CONSTR_DEFAULT") {
+                    break;
+                case Constraint::null:
+                    column.nullable = true;
+                    break;
+                case Constraint::unique:
+                case Constraint::foreign_key:
+                    break; // accepted, not enforced
+                case Constraint::default_value:
                     fail("DEFAULT values are not supported", at);
-                } else if (type == "CONSTR_CHECK") {
+                case Constraint::check:
                     fail("CHECK constraints are not supported", at);
-                } else {
+                case Constraint::other:
                     fail("column constraint not supported", at);
                 }
             }
-            if (detail::field(definition, "collClause").is_object()) {
-                fail("COLLATE is not supported", detail::int_field(definition, "location", -1));
+            if (definition.collate) {
+                fail("COLLATE is not supported", definition.location);
             }
             columns.push_back(std::move(column));
         }
-        // PRIMARY KEY (a, b) as a table constraint makes its columns NOT NULL too.
-        for (const Json *element : detail::list_field(body, "tableElts")) {
-            if (detail::node_name(*element) != "Constraint" ||
-                detail::string_field(detail::node_body(*element), "contype") != "CONSTR_PRIMARY") {
+        for (const auto &element : statement.elements) {
+            const auto *constraint = std::get_if<ast::TableConstraint>(&element);
+            if (constraint == nullptr || constraint->kind != ast::TableConstraint::Kind::primary_key) {
                 continue;
             }
-            for (const Json *key : detail::list_field(detail::node_body(*element), "keys")) {
-                const std::string key_name = lower(detail::string_value(*key));
+            for (const std::string &key : constraint->keys) {
+                const std::string key_name = lower(key);
                 bool found = false;
                 for (auto &column : columns) {
                     if (lower(column.name) == key_name) {
@@ -240,13 +234,12 @@ private:
                     }
                 }
                 if (!found) {
-                    fail("column \"" + detail::string_value(*key) + "\" named in key does not exist",
-                         detail::location_of(*element));
+                    fail("column \"" + key + "\" named in key does not exist", constraint->location);
                 }
             }
         }
         if (_database.catalog().find(name) != nullptr) {
-            if (detail::bool_field(body, "if_not_exists")) {
+            if (statement.if_not_exists) {
                 StatementResult result;
                 result.tag = "CREATE TABLE";
                 return result;
@@ -267,25 +260,23 @@ private:
         return result;
     }
 
-    StatementResult drop(const Json &body) {
-        if (detail::string_field(body, "removeType") != "OBJECT_TABLE") {
+    StatementResult drop(const ast::DropTable &statement) {
+        if (!statement.tables) {
             fail("only DROP TABLE is supported", -1);
         }
-        const bool if_exists = detail::bool_field(body, "missing_ok");
-        // Check every name first, so that a missing one drops nothing.
+        const bool if_exists = statement.if_exists;
         std::vector<std::string> names;
-        for (const Json *object : detail::list_field(body, "objects")) {
-            const auto parts = detail::list_field(detail::node_body(*object), "items");
+        for (const std::vector<std::string> &parts : statement.names) {
             if (parts.empty()) {
                 fail("invalid table name in DROP TABLE", -1);
             }
             if (parts.size() > 1) {
-                const std::string schema = lower(detail::string_value(*parts[0]));
+                const std::string schema = lower(parts[0]);
                 if (parts.size() > 2 || (schema != "main" && schema != "public")) {
                     fail("schemas are not supported", -1);
                 }
             }
-            const std::string name = detail::string_value(*parts.back());
+            const std::string &name = parts.back();
             if (!if_exists && _database.catalog().find(name) == nullptr) {
                 fail("table \"" + name + "\" does not exist", -1);
             }
@@ -303,23 +294,22 @@ private:
         return result;
     }
 
-    StatementResult copy(const Json &body) {
-        const Json &relation = detail::field(body, "relation");
-        if (!relation.is_object()) {
+    StatementResult copy(const ast::Copy &statement) {
+        if (!statement.table.has_value()) {
             fail("COPY (query) TO is not supported; use COPY table FROM 'file'", -1);
         }
-        const std::string name = detail::string_field(relation, "relname");
-        const std::int64_t location = detail::int_field(relation, "location", -1);
-        if (!detail::bool_field(body, "is_from")) {
+        const std::string &name = statement.table->name;
+        const std::int64_t location = statement.table_location;
+        if (!statement.from) {
             fail("COPY ... TO is not supported (only COPY table FROM 'file')", -1);
         }
-        if (detail::field(body, "attlist").is_array()) {
+        if (statement.has_columns) {
             fail("COPY with a column list is not supported", location);
         }
-        if (detail::field(body, "whereClause").is_object()) {
+        if (statement.has_where) {
             fail("COPY ... WHERE is not supported", location);
         }
-        const std::string file = detail::string_field(body, "filename");
+        const std::string &file = statement.file;
         if (file.empty()) {
             fail("COPY FROM STDIN and PROGRAM are not supported; name a file", -1);
         }
@@ -331,36 +321,30 @@ private:
             _database.options().copy_progress ? db::ProgressMode::automatic : db::ProgressMode::never;
         bool quote_given = false;
         std::optional<bool> csv;
-        for (const Json *option : detail::list_field(body, "options")) {
-            const Json &definition = detail::node_body(*option);
-            const std::string option_name = lower(detail::string_field(definition, "defname"));
-            const std::int64_t at = detail::int_field(definition, "location", -1);
-            const Json &argument = detail::field(definition, "arg");
-            const std::string_view argument_kind = detail::node_name(argument);
+        for (const ast::CopyOption &option : statement.options) {
+            using Kind = ast::CopyOption::Kind;
+            const std::string option_name = lower(option.name);
+            const std::int64_t at = option.location;
             auto text = [&]() -> std::string {
-                if (argument_kind == "String") {
-                    return detail::string_value(argument);
+                if (option.kind == Kind::string) {
+                    return option.text;
                 }
-                if (argument_kind == "Integer") {
-                    return std::to_string(detail::int_field(detail::node_body(argument), "ival"));
+                if (option.kind == Kind::integer) {
+                    return std::to_string(option.integer);
                 }
                 fail("option \"" + option_name + "\" needs a value", at);
             };
             auto flag = [&]() -> bool {
-                if (argument.is_null()) {
+                if (option.kind == Kind::none) {
                     return true;
                 }
-                if (argument_kind == "Boolean") {
-                    return detail::bool_field(detail::node_body(argument), "boolval");
+                if (option.kind == Kind::boolean) {
+                    return option.boolean;
                 }
-                if (argument_kind == "Integer") {
-                    const std::int64_t value = detail::int_field(detail::node_body(argument), "ival");
-                    if (value == 0 || value == 1) {
-                        return value == 1;
-                    }
+                if (option.kind == Kind::integer && (option.integer == 0 || option.integer == 1)) {
+                    return option.integer == 1;
                 }
-                const std::string value =
-                    argument_kind == "String" ? lower(detail::string_value(argument)) : "";
+                const std::string value = option.kind == Kind::string ? lower(option.text) : "";
                 if (value == "true" || value == "on") {
                     return true;
                 }
@@ -417,13 +401,10 @@ private:
         return result;
     }
 
-    StatementResult insert(const Json &body) {
-        const Json &relation = detail::field(body, "relation");
-        const std::string name = detail::string_field(relation, "relname");
-        const std::int64_t location = detail::int_field(relation, "location", -1);
-        if (detail::field(body, "onConflictClause").is_object() ||
-            detail::field(body, "returningList").is_array() ||
-            detail::field(body, "withClause").is_object()) {
+    StatementResult insert(const ast::Insert &statement) {
+        const std::string &name = statement.table.name;
+        const std::int64_t location = statement.table_location;
+        if (statement.unsupported_clauses) {
             fail("INSERT with ON CONFLICT, RETURNING or WITH is not supported", location);
         }
         auto base = _database.catalog().find(name);
@@ -433,17 +414,15 @@ private:
         const db::Schema &schema = base->schema();
         // Target columns: the list given, or all in order.
         std::vector<std::size_t> targets;
-        for (const Json *column : detail::list_field(body, "cols")) {
-            const Json &target = detail::node_body(*column);
-            const std::string column_name = detail::string_field(target, "name");
+        for (const ast::InsertColumn &column : statement.columns) {
+            const std::string &column_name = column.name;
             const auto index = schema.find(column_name);
             if (!index.has_value()) {
                 fail("column \"" + column_name + "\" of table \"" + name + "\" does not exist",
-                     detail::int_field(target, "location", -1));
+                     column.location);
             }
             if (std::find(targets.begin(), targets.end(), *index) != targets.end()) {
-                fail("column \"" + column_name + "\" specified more than once",
-                     detail::int_field(target, "location", -1));
+                fail("column \"" + column_name + "\" specified more than once", column.location);
             }
             targets.push_back(*index);
         }
@@ -452,29 +431,30 @@ private:
                 targets.push_back(i);
             }
         }
-        const Json &select = detail::node_body(detail::field(body, "selectStmt"));
+        if (statement.query == nullptr) {
+            fail("INSERT supports VALUES and SELECT only", location);
+        }
+        const ast::SelectStmt &select = *statement.query;
         std::vector<std::vector<db::Value>> rows;
         std::vector<std::int64_t> row_locations;
-        if (detail::field(select, "valuesLists").is_array()) {
+        if (select.kind == ast::SelectStmt::Kind::values) {
             detail::ColumnRegistry registry;
             detail::Binder binder(_source, _database.catalog(), registry, _statement.location);
-            for (const Json *list : detail::list_field(select, "valuesLists")) {
-                const auto items = detail::list_field(detail::node_body(*list), "items");
-                const std::int64_t row_location =
-                    items.empty() ? location : detail::location_of(*items.front());
+            for (const std::vector<ast::ExprPtr> &items : select.values) {
+                const std::int64_t row_location = items.empty() ? location : items.front()->location;
                 if (items.size() != targets.size()) {
                     fail(items.size() > targets.size() ? "INSERT has more expressions than target columns"
                                                        : "INSERT has more target columns than expressions",
                          row_location);
                 }
                 std::vector<db::Value> row;
-                for (const Json *item : items) {
-                    if (detail::node_name(*item) == "SetToDefault") {
-                        fail("DEFAULT is not supported", detail::location_of(*item));
+                for (const ast::ExprPtr &item : items) {
+                    if (item->is<ast::SetToDefault>()) {
+                        fail("DEFAULT is not supported", item->location);
                     }
                     db::ExprPtr value = binder.bind_constant(*item);
                     if (value->kind() != db::ExprKind::constant) {
-                        fail("INSERT values must be constants", detail::location_of(*item));
+                        fail("INSERT values must be constants", item->location);
                     }
                     row.push_back(value->value());
                 }
@@ -524,7 +504,7 @@ private:
 
     Database &_database;
     const detail::Source &_source;
-    const detail::Statement &_statement;
+    const ast::Statement &_statement;
 };
 
 /// Runs `work`, turning every exception into an SqlError (the database stays usable).
@@ -545,12 +525,24 @@ auto guarded(const detail::Source &source, std::int64_t location, Work work) -> 
     }
 }
 
-const Json &single_select(const detail::Source &source, const std::vector<detail::Statement> &statements) {
-    if (statements.size() != 1 || detail::node_name(statements.front().node) != "SelectStmt") {
+/// Parses `source` into typed parse trees (the JSON of libpg_query lives only while converting).
+std::vector<ast::Statement> parse_statements(const detail::Source &source) {
+    std::vector<ast::Statement> statements;
+    for (const detail::Statement &statement : detail::parse(source)) {
+        statements.push_back(detail::to_ast(statement));
+    }
+    return statements;
+}
+
+const ast::SelectStmt &single_select(const detail::Source &source,
+                                     const std::vector<ast::Statement> &statements) {
+    const auto *select =
+        statements.size() == 1 ? std::get_if<ast::SelectPtr>(&statements.front().node) : nullptr;
+    if (select == nullptr) {
         throw source.error("expected exactly one SELECT statement",
                            statements.empty() ? -1 : statements[0].location);
     }
-    return detail::node_body(statements.front().node);
+    return **select;
 }
 
 } // namespace
@@ -564,7 +556,7 @@ Database::~Database() = default;
 
 Result Database::execute(std::string_view sql) {
     const detail::Source source(sql);
-    const auto statements = guarded(source, -1, [&] { return detail::parse(source); });
+    const auto statements = guarded(source, -1, [&] { return parse_statements(source); });
     Result result;
     for (const auto &statement : statements) {
         result.statements.push_back(guarded(source, statement.location,
@@ -575,7 +567,7 @@ Result Database::execute(std::string_view sql) {
 
 db::QueryResult Database::query(std::string_view sql) {
     const detail::Source source(sql);
-    const auto statements = guarded(source, -1, [&] { return detail::parse(source); });
+    const auto statements = guarded(source, -1, [&] { return parse_statements(source); });
     single_select(source, statements);
     return guarded(source, statements.front().location,
                    [&] { return StatementRunner(*this, source, statements.front()).run().rows; });
@@ -583,8 +575,8 @@ db::QueryResult Database::query(std::string_view sql) {
 
 std::string Database::explain(std::string_view sql) {
     const detail::Source source(sql);
-    const auto statements = guarded(source, -1, [&] { return detail::parse(source); });
-    const Json &select = single_select(source, statements);
+    const auto statements = guarded(source, -1, [&] { return parse_statements(source); });
+    const ast::SelectStmt &select = single_select(source, statements);
     return guarded(source, statements.front().location, [&] {
         return explain_text(
             compile_select(source, _catalog, select, statements.front().location, _options.optimizer),
@@ -594,8 +586,8 @@ std::string Database::explain(std::string_view sql) {
 
 std::string Database::explain_analyze(std::string_view sql) {
     const detail::Source source(sql);
-    const auto statements = guarded(source, -1, [&] { return detail::parse(source); });
-    const Json &select = single_select(source, statements);
+    const auto statements = guarded(source, -1, [&] { return parse_statements(source); });
+    const ast::SelectStmt &select = single_select(source, statements);
     return guarded(source, statements.front().location, [&] {
         return StatementRunner(*this, source, statements.front()).explain_analyze(select).text;
     });
@@ -603,8 +595,8 @@ std::string Database::explain_analyze(std::string_view sql) {
 
 db::PlanPtr Database::plan(std::string_view sql) {
     const detail::Source source(sql);
-    const auto statements = guarded(source, -1, [&] { return detail::parse(source); });
-    const Json &select = single_select(source, statements);
+    const auto statements = guarded(source, -1, [&] { return parse_statements(source); });
+    const ast::SelectStmt &select = single_select(source, statements);
     return guarded(source, statements.front().location, [&] {
         return std::move(
             compile_select(source, _catalog, select, statements.front().location, _options.optimizer)

@@ -1,7 +1,7 @@
 #pragma once
 
 // The parser step: SQL text -> PostgreSQL parse trees (libpg_query's JSON, read with
-// nlohmann/json), plus the source text's position arithmetic every later error needs.
+// nlohmann/json), and the accessors ast_from_json.cpp reads them with.
 
 #include <cstdint>
 #include <string>
@@ -10,27 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <mx/sql/database.h>
+#include "source.h"
 
 namespace mx::sql::detail {
 
 using Json = nlohmann::json;
-
-/// The text being compiled: turns libpg_query's byte offsets into the 1-based character
-/// positions, lines and columns users see.
-class Source {
-public:
-    explicit Source(std::string_view text) noexcept : _text(text) {}
-
-    [[nodiscard]] std::string_view text() const noexcept { return _text; }
-    /// An error at byte offset `offset` of the text (negative: no position).
-    [[nodiscard]] SqlError error(std::string message, std::int64_t offset) const;
-    /// An error at a 1-based character position (0: no position).
-    [[nodiscard]] SqlError error_at_character(std::string message, std::uint32_t position) const;
-
-private:
-    std::string_view _text;
-};
 
 struct Statement {
     Json node;                // {"SelectStmt": {...}} and the like
@@ -62,11 +46,5 @@ inline constexpr std::size_t max_text_bytes = std::size_t{4} << 20U;
 [[nodiscard]] std::vector<const Json *> list_field(const Json &node, std::string_view key);
 /// The text of a {"String": {"sval": ...}} node ("" otherwise).
 [[nodiscard]] std::string string_value(const Json &node);
-
-/// SQL names are case-insensitive (unquoted, PostgreSQL folds them to lower case).
-[[nodiscard]] std::string lower(std::string text);
-[[nodiscard]] inline bool equal_names(const std::string &a, const std::string &b) {
-    return lower(a) == lower(b);
-}
 
 } // namespace mx::sql::detail

@@ -82,7 +82,9 @@ struct WorkerStatistics {
     std::uint16_t worker{0};
     std::uint16_t cpu{0};
     std::uint8_t numa_region{0};
+    /// Runs of tasks (a task returned as its own successor counts once per run).
     std::uint64_t tasks_executed{0};
+    /// Spawns into this worker's own pool, successors included.
     std::uint64_t spawned_local{0};
     std::uint64_t spawned_remote{0};
     std::uint64_t allocator_refills{0};

@@ -19,6 +19,7 @@
 // sum like DuckDB.
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -539,6 +540,146 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
     return true;
 }
 
+// ---- small-group kernels ----------------------------------------------------------------------
+//
+// Two kernels for aggregations whose batches hold few distinct keys (TPC-H Q1: 4 groups over 6 M
+// rows; every scalar aggregation). The key cache finds a row's group by the raw bytes of its key
+// cells instead of hashing and comparing the values; the lanes add the sums and counts of a
+// batch into small local accumulators, so rows of one group do not wait on each other's stores
+// into the same state.
+
+/// Key columns the cache handles; wider keys take the hash path.
+constexpr std::uint32_t key_cache_columns = 4;
+/// Direct-mapped slots of the cache.
+constexpr std::uint32_t key_cache_slots = 64;
+/// Groups a batch may touch and still use the lanes.
+constexpr std::uint32_t lane_groups = 16;
+/// Independent accumulators per group: consecutive rows go to different lanes.
+constexpr std::uint32_t lane_count = 4;
+
+/// The raw words of a key cell: equal words imply equal group keys as long as the memory a
+/// string reference points to does not change, which holds within one batch (so a cache entry
+/// is valid for one batch only). Strings compare by address and length, so equal strings at
+/// different addresses only miss the cache; doubles by bits (0.0 and -0.0 miss and meet in
+/// the table).
+inline void raw_key_words(const ColumnData &column, std::uint32_t row, std::uint64_t *words) noexcept {
+    words[0] = 0;
+    words[1] = 0;
+    switch (column.physical) {
+    case PhysicalType::u8:
+        words[0] = column.get<std::uint8_t>(row);
+        return;
+    case PhysicalType::i64:
+    case PhysicalType::f64:
+        std::memcpy(words, column.cell(row), 8);
+        return;
+    case PhysicalType::i128:
+        std::memcpy(words, column.cell(row), 16);
+        return;
+    case PhysicalType::string: {
+        const auto text = column.get<StringRef>(row); // not the padding bytes
+        words[0] = reinterpret_cast<std::uintptr_t>(text.data);
+        words[1] = text.size;
+        return;
+    }
+    }
+}
+
+/// One entry of the key cache: the raw key, its NULL mask, its group row and its batch-local
+/// group number (for the lanes; `lane_groups` when the batch has too many groups).
+struct KeyCacheSlot {
+    std::array<std::uint64_t, 2 * key_cache_columns> words{};
+    std::uint64_t nulls{0};
+    std::byte *group{nullptr};
+    std::uint64_t epoch{0}; // the batch it belongs to; 0: none
+    std::uint32_t local{0};
+};
+
+/// Per-group accumulators of one sum, average or count over a batch: lanes[lane * lane_groups +
+/// local group]. `sum` and `carry` as in AggState (carry * 2^128 + sum is exact).
+struct LaneState {
+    Int128 sum;
+    std::int64_t count;
+    std::int64_t carry;
+};
+static_assert(sizeof(LaneState) == 32);
+
+/// Whether update_lanes() computes this aggregate: exact sums and counts (their result does not
+/// depend on the order of the additions; double sums do, so they keep the row order).
+[[nodiscard]] inline bool lane_kernel(const AggregateInfo &aggregate) noexcept {
+    switch (aggregate.function) {
+    case AggregateFunction::count_star:
+    case AggregateFunction::count:
+        return true;
+    case AggregateFunction::sum:
+    case AggregateFunction::avg: {
+        const PhysicalType physical = aggregate.input.physical();
+        return physical == PhysicalType::u8 || physical == PhysicalType::i64 ||
+               physical == PhysicalType::i128;
+    }
+    default:
+        return false;
+    }
+}
+
+/// Adds the batch's values of a lane_kernel() aggregate into `lanes` (zeroed for the `groups`
+/// local groups), row i into lane i % lane_count of group ids[i], then folds the lanes into the
+/// groups' states at `offset`.
+void update_lanes(const AggregateInfo &aggregate, const ColumnData *argument, const Batch &batch,
+                  std::uint32_t count, const std::uint8_t *ids, std::byte *const *locals,
+                  std::uint32_t groups, LaneState *lanes) noexcept {
+    std::memset(static_cast<void *>(lanes), 0, sizeof(LaneState) * lane_count * lane_groups);
+    auto lane = [&](std::uint32_t i) -> LaneState & {
+        return lanes[(i % lane_count) * lane_groups + ids[i]];
+    };
+    if (aggregate.function == AggregateFunction::count_star) {
+        for (std::uint32_t i = 0; i < count; ++i) {
+            ++lane(i).count;
+        }
+    } else if (aggregate.function == AggregateFunction::count) {
+        for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t) { ++lane(i).count; });
+    } else {
+        switch (argument->physical) {
+        case PhysicalType::u8:
+            for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+                LaneState &state = lane(i);
+                state.sum += argument->get<std::uint8_t>(row);
+                ++state.count;
+            });
+            break;
+        case PhysicalType::i64:
+            // A batch has fewer than 2^32 rows of |value| < 2^63: the 128-bit lane cannot overflow.
+            for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+                LaneState &state = lane(i);
+                state.sum += argument->get<std::int64_t>(row);
+                ++state.count;
+            });
+            break;
+        case PhysicalType::i128:
+            for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
+                LaneState &state = lane(i);
+                const Int128 value = argument->get<Int128>(row);
+                if (__builtin_add_overflow(state.sum, value, &state.sum)) {
+                    state.carry += value < 0 ? -1 : 1;
+                }
+                ++state.count;
+            });
+            break;
+        default:
+            MX_ASSERT(false, "update_lanes on an aggregate without a lane kernel");
+            return;
+        }
+    }
+    for (std::uint32_t l = 0; l < lane_count; ++l) {
+        for (std::uint32_t g = 0; g < groups; ++g) {
+            const LaneState &from = lanes[l * lane_groups + g];
+            AggState &into = state_at(locals[g], aggregate.offset);
+            into.count += from.count;
+            add_wide(into, from.sum, from.carry);
+        }
+    }
+}
+
 /// Rows ahead whose group index slot is prefetched: enough to cover a DRAM miss with the
 /// lookups of the rows in between (about 20 ns each when they hit).
 constexpr std::uint32_t group_prefetch_distance = 16;
@@ -580,6 +721,8 @@ public:
             _aggregates.push_back(std::move(info));
         }
         _row_width = offset;
+        // The DISTINCT sets need every row's key hash, which the key cache does not compute.
+        _key_cacheable = _groups.size() <= key_cache_columns && _distinct_keys.empty();
     }
 
     void prepare(std::uint16_t workers, std::uint16_t /*regions*/) override {
@@ -635,7 +778,11 @@ public:
             state.argument_data[a] = column_data(state.arguments[a]);
         }
         state.rows.resize(count);
-        if (grouped()) {
+        // Whether state.ids names each row's batch-local group (state.locals) for the lanes.
+        bool dense = false;
+        if (grouped() && _key_cacheable && state.key_cache_on) {
+            dense = group_by_key_cache(state, *batch, count);
+        } else if (grouped()) {
             state.hashes.resize(count);
             KeyLayout::hash_rows(state.key_data.data(), static_cast<std::uint32_t>(_groups.size()), *batch,
                                  count, state.hashes.data());
@@ -673,11 +820,18 @@ public:
             }
         } else {
             std::fill(state.rows.begin(), state.rows.end(), state.scalar.get());
+            state.ids.assign(count, 0);
+            state.locals[0] = state.scalar.get();
+            state.local_count = 1;
+            dense = true;
         }
         for (std::size_t a = 0; a < _aggregates.size(); ++a) {
             const AggregateInfo &aggregate = _aggregates[a];
             if (aggregate.distinct >= 0) {
                 insert_distinct(state, a, *batch, count);
+            } else if (dense && lane_kernel(aggregate)) {
+                update_lanes(aggregate, &state.argument_data[a], *batch, count, state.ids.data(),
+                             state.locals.data(), state.local_count, state.lanes.data());
             } else {
                 update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count, state.arena,
                        state.lists, state.strings);
@@ -853,9 +1007,102 @@ private:
         std::vector<ColumnData> distinct_data;
         std::vector<std::uint64_t> hashes;
         std::vector<std::byte *> rows;
+        // small-group kernels (scratch of the consume tasks as well)
+        bool key_cache_on{true}; // off for good once a batch misses the cache too often
+        std::uint64_t epoch{0};  // batches this worker consumed: key cache entries of older ones are stale
+        std::array<KeyCacheSlot, key_cache_slots> key_cache{};
+        std::vector<std::uint8_t> ids;                 // per live row: its batch-local group
+        std::array<std::byte *, lane_groups> locals{}; // batch-local group -> group row
+        std::uint32_t local_count{0};
+        std::array<LaneState, lane_count * lane_groups> lanes{};
     };
 
     [[nodiscard]] bool grouped() const noexcept { return !_groups.empty(); }
+
+    /// The hash of row `row`'s key, as KeyLayout::hash_rows computes it.
+    [[nodiscard]] std::uint64_t key_hash(const WorkerState &state, std::uint32_t row) const noexcept {
+        std::uint64_t hash = KeyLayout::seed;
+        for (std::size_t g = 0; g < _groups.size(); ++g) {
+            const ColumnData &column = state.key_data[g];
+            hash = combine_hash(hash, column.is_null(row) ? null_hash
+                                                          : hash_cell(column.physical, column.cell(row)));
+        }
+        return hash;
+    }
+
+    /// Finds the group rows of a batch through the key cache (rows whose key cells have the same
+    /// raw bytes as an earlier row of the batch take its group without hashing or comparing
+    /// values) and numbers the batch's groups in state.ids / state.locals. Returns whether the
+    /// numbering holds (at most `lane_groups` groups). Switches the cache off for the worker when
+    /// more than an eighth of a batch's rows miss it: many groups, or strings at many addresses.
+    bool group_by_key_cache(WorkerState &state, const Batch &batch, std::uint32_t count) {
+        const auto columns = static_cast<std::uint32_t>(_groups.size());
+        const std::uint64_t epoch = ++state.epoch;
+        state.ids.resize(count);
+        state.local_count = 0;
+        bool dense = true;
+        std::uint32_t misses = 0;
+        std::array<std::uint64_t, 2 * key_cache_columns> words{};
+        for (std::uint32_t i = 0; i < count; ++i) {
+            const std::uint32_t row = batch.row(i);
+            std::uint64_t nulls = 0;
+            std::uint64_t mix = 0;
+            for (std::uint32_t c = 0; c < columns; ++c) {
+                const ColumnData &column = state.key_data[c];
+                if (column.is_null(row)) {
+                    nulls |= std::uint64_t{1} << c;
+                    words[2 * c] = 0;
+                    words[2 * c + 1] = 0;
+                } else {
+                    raw_key_words(column, row, &words[2 * c]);
+                }
+                mix = (mix ^ words[2 * c]) * 0x9e3779b97f4a7c15ULL;
+                mix = (mix ^ words[2 * c + 1]) * 0xff51afd7ed558ccdULL;
+            }
+            mix ^= nulls;
+            KeyCacheSlot &slot = state.key_cache[(mix ^ (mix >> 32U)) % key_cache_slots];
+            bool hit = slot.epoch == epoch && slot.nulls == nulls;
+            for (std::uint32_t w = 0; hit && w < 2 * columns; ++w) {
+                hit = slot.words[w] == words[w];
+            }
+            if (!hit) {
+                ++misses;
+                const std::uint64_t hash = key_hash(state, row);
+                slot.group =
+                    state.groups[partition_of(hash)]
+                        .find_or_insert(
+                            hash,
+                            [&](const std::byte *candidate) {
+                                return _key.equals(RowTable::key_of(candidate), state.key_data.data(), row);
+                            },
+                            [&](std::byte *fresh) {
+                                _key.store(RowTable::key_of(fresh), state.key_data.data(), row, state.arena);
+                            })
+                        .first;
+                std::copy(words.begin(), words.begin() + 2 * columns, slot.words.begin());
+                slot.nulls = nulls;
+                slot.epoch = epoch;
+                slot.local = lane_groups;
+                // Two raw keys of one group (a string at two addresses) get one local number.
+                for (std::uint32_t g = 0; g < state.local_count; ++g) {
+                    if (state.locals[g] == slot.group) {
+                        slot.local = g;
+                    }
+                }
+                if (slot.local == lane_groups && state.local_count < lane_groups) {
+                    slot.local = state.local_count;
+                    state.locals[state.local_count++] = slot.group;
+                }
+                dense = dense && slot.local < lane_groups;
+            }
+            state.rows[i] = slot.group;
+            state.ids[i] = static_cast<std::uint8_t>(slot.local);
+        }
+        if (count >= 64 && misses * 8 > count) {
+            state.key_cache_on = false;
+        }
+        return dense;
+    }
 
     [[nodiscard]] std::uint32_t partition_of(std::uint64_t hash) const noexcept {
         return _partition_bits == 0 ? 0U : static_cast<std::uint32_t>(hash >> (64U - _partition_bits));
@@ -1026,6 +1273,7 @@ private:
     std::vector<std::size_t> _distinct_aggregate; // per distinct set: the index of its aggregate
     std::uint32_t _row_width{0};
     std::uint32_t _batch_rows;
+    bool _key_cacheable{false}; // few enough key columns for the key cache
     // Set in prepare() on the starting thread, read-only during the run.
     std::uint16_t _worker_count{0};
     std::uint32_t _partitions{1};

@@ -28,6 +28,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -562,24 +563,27 @@ constexpr std::uint32_t lane_count = 4;
 /// is valid for one batch only). Strings compare by address and length, so equal strings at
 /// different addresses only miss the cache; doubles by bits (0.0 and -0.0 miss and meet in
 /// the table).
-inline void raw_key_words(const ColumnData &column, std::uint32_t row, std::uint64_t *words) noexcept {
-    words[0] = 0;
-    words[1] = 0;
+inline void raw_key_words(const ColumnData &column, std::uint32_t row, std::uint64_t &low,
+                          std::uint64_t &high) noexcept {
+    low = 0;
+    high = 0;
     switch (column.physical) {
     case PhysicalType::u8:
-        words[0] = column.get<std::uint8_t>(row);
+        low = std::to_integer<std::uint64_t>(column.data[row]);
         return;
     case PhysicalType::i64:
     case PhysicalType::f64:
-        std::memcpy(words, column.cell(row), 8);
+        std::memcpy(&low, column.data + std::size_t{row} * 8, 8);
         return;
     case PhysicalType::i128:
-        std::memcpy(words, column.cell(row), 16);
+        std::memcpy(&low, column.data + std::size_t{row} * 16, 8);
+        std::memcpy(&high, column.data + std::size_t{row} * 16 + 8, 8);
         return;
     case PhysicalType::string: {
-        const auto text = column.get<StringRef>(row); // not the padding bytes
-        words[0] = reinterpret_cast<std::uintptr_t>(text.data);
-        words[1] = text.size;
+        StringRef text; // the fields, not the padding bytes
+        std::memcpy(&text, column.data + std::size_t{row} * sizeof(StringRef), sizeof(StringRef));
+        low = reinterpret_cast<std::uintptr_t>(text.data);
+        high = text.size;
         return;
     }
     }
@@ -622,47 +626,77 @@ static_assert(sizeof(LaneState) == 32);
     }
 }
 
-/// Adds the batch's values of a lane_kernel() aggregate into `lanes` (zeroed for the `groups`
-/// local groups), row i into lane i % lane_count of group ids[i], then folds the lanes into the
-/// groups' states at `offset`.
+/// Calls add(lane, value) for the live rows whose argument is not NULL, with the lane of row i
+/// (lane i % lane_count of group ids[i]) and its value as T (void: no value, for counts). The
+/// pointers are copied into locals and T fixes the width, so the loop reloads nothing but the
+/// row's cells.
+template <class T, class Add>
+void lane_loop(const Batch &batch, std::uint32_t count, const ColumnData &argument, const std::uint8_t *ids,
+               LaneState *lanes, Add &&add) noexcept {
+    const std::byte *data = argument.data;
+    const std::uint8_t *nulls = argument.nulls;
+    const std::uint32_t *selection = batch.all_selected ? nullptr : batch.selection.data();
+    auto body = [&](std::uint32_t i, std::uint32_t row) {
+        LaneState &lane = lanes[(i % lane_count) * lane_groups + ids[i]];
+        if constexpr (std::is_void_v<T>) {
+            add(lane);
+        } else {
+            T value;
+            std::memcpy(&value, data + std::size_t{row} * sizeof(T), sizeof(T));
+            add(lane, value);
+        }
+    };
+    if (selection == nullptr) {
+        for (std::uint32_t i = 0; i < count; ++i) {
+            if (nulls == nullptr || nulls[i] == 0) {
+                body(i, i);
+            }
+        }
+        return;
+    }
+    for (std::uint32_t i = 0; i < count; ++i) {
+        const std::uint32_t row = selection[i];
+        if (nulls == nullptr || nulls[row] == 0) {
+            body(i, row);
+        }
+    }
+}
+
+/// Adds the batch's values of a lane_kernel() aggregate into local lanes, row i into lane
+/// i % lane_count of group ids[i], then folds the lanes into the states at `offset` of the
+/// `groups` group rows `locals`.
 void update_lanes(const AggregateInfo &aggregate, const ColumnData *argument, const Batch &batch,
                   std::uint32_t count, const std::uint8_t *ids, std::byte *const *locals,
-                  std::uint32_t groups, LaneState *lanes) noexcept {
-    std::memset(static_cast<void *>(lanes), 0, sizeof(LaneState) * lane_count * lane_groups);
-    auto lane = [&](std::uint32_t i) -> LaneState & {
-        return lanes[(i % lane_count) * lane_groups + ids[i]];
-    };
+                  std::uint32_t groups) noexcept {
+    // On the stack, so the compiler sees that the lanes' stores do not touch the argument.
+    std::array<LaneState, lane_count * lane_groups> lanes;
+    std::memset(static_cast<void *>(lanes.data()), 0, sizeof(lanes));
+    auto count_row = [](LaneState &lane) { ++lane.count; };
     if (aggregate.function == AggregateFunction::count_star) {
-        for (std::uint32_t i = 0; i < count; ++i) {
-            ++lane(i).count;
-        }
+        // Every live row counts: no selection or NULLs to look at.
+        lane_loop<void>(Batch{}, count, ColumnData{PhysicalType::u8, 1, nullptr, nullptr}, ids, lanes.data(),
+                        count_row);
     } else if (aggregate.function == AggregateFunction::count) {
-        for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t) { ++lane(i).count; });
+        lane_loop<void>(batch, count, *argument, ids, lanes.data(), count_row);
     } else {
+        auto add_narrow = [](LaneState &lane, auto value) {
+            // A batch has fewer than 2^32 rows of |value| < 2^63: the 128-bit lane cannot overflow.
+            lane.sum += value;
+            ++lane.count;
+        };
         switch (argument->physical) {
         case PhysicalType::u8:
-            for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
-                LaneState &state = lane(i);
-                state.sum += argument->get<std::uint8_t>(row);
-                ++state.count;
-            });
+            lane_loop<std::uint8_t>(batch, count, *argument, ids, lanes.data(), add_narrow);
             break;
         case PhysicalType::i64:
-            // A batch has fewer than 2^32 rows of |value| < 2^63: the 128-bit lane cannot overflow.
-            for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
-                LaneState &state = lane(i);
-                state.sum += argument->get<std::int64_t>(row);
-                ++state.count;
-            });
+            lane_loop<std::int64_t>(batch, count, *argument, ids, lanes.data(), add_narrow);
             break;
         case PhysicalType::i128:
-            for_each_value(batch, count, *argument, [&](std::uint32_t i, std::uint32_t row) {
-                LaneState &state = lane(i);
-                const Int128 value = argument->get<Int128>(row);
-                if (__builtin_add_overflow(state.sum, value, &state.sum)) {
-                    state.carry += value < 0 ? -1 : 1;
+            lane_loop<Int128>(batch, count, *argument, ids, lanes.data(), [](LaneState &lane, Int128 value) {
+                if (__builtin_add_overflow(lane.sum, value, &lane.sum)) {
+                    lane.carry += value < 0 ? -1 : 1;
                 }
-                ++state.count;
+                ++lane.count;
             });
             break;
         default:
@@ -831,7 +865,7 @@ public:
                 insert_distinct(state, a, *batch, count);
             } else if (dense && lane_kernel(aggregate)) {
                 update_lanes(aggregate, &state.argument_data[a], *batch, count, state.ids.data(),
-                             state.locals.data(), state.local_count, state.lanes.data());
+                             state.locals.data(), state.local_count);
             } else {
                 update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count, state.arena,
                        state.lists, state.strings);
@@ -1014,7 +1048,6 @@ private:
         std::vector<std::uint8_t> ids;                 // per live row: its batch-local group
         std::array<std::byte *, lane_groups> locals{}; // batch-local group -> group row
         std::uint32_t local_count{0};
-        std::array<LaneState, lane_count * lane_groups> lanes{};
     };
 
     [[nodiscard]] bool grouped() const noexcept { return !_groups.empty(); }
@@ -1036,25 +1069,44 @@ private:
     /// numbering holds (at most `lane_groups` groups). Switches the cache off for the worker when
     /// more than an eighth of a batch's rows miss it: many groups, or strings at many addresses.
     bool group_by_key_cache(WorkerState &state, const Batch &batch, std::uint32_t count) {
-        const auto columns = static_cast<std::uint32_t>(_groups.size());
+        switch (_groups.size()) {
+        case 1:
+            return group_by_key_cache<1>(state, batch, count);
+        case 2:
+            return group_by_key_cache<2>(state, batch, count);
+        case 3:
+            return group_by_key_cache<3>(state, batch, count);
+        default:
+            MX_ASSERT(_groups.size() == key_cache_columns, "the key cache takes 1 to 4 key columns");
+            return group_by_key_cache<key_cache_columns>(state, batch, count);
+        }
+    }
+
+    /// group_by_key_cache() for `Columns` key columns: the raw key stays in registers.
+    template <std::uint32_t Columns>
+    bool group_by_key_cache(WorkerState &state, const Batch &batch, std::uint32_t count) {
         const std::uint64_t epoch = ++state.epoch;
         state.ids.resize(count);
         state.local_count = 0;
+        std::array<ColumnData, Columns> columns;
+        std::copy_n(state.key_data.begin(), Columns, columns.begin());
+        const std::uint32_t *selection = batch.all_selected ? nullptr : batch.selection.data();
+        std::byte **rows = state.rows.data();
+        std::uint8_t *ids = state.ids.data();
         bool dense = true;
         std::uint32_t misses = 0;
-        std::array<std::uint64_t, 2 * key_cache_columns> words{};
         for (std::uint32_t i = 0; i < count; ++i) {
-            const std::uint32_t row = batch.row(i);
+            const std::uint32_t row = selection == nullptr ? i : selection[i];
+            std::array<std::uint64_t, 2 * Columns> words;
             std::uint64_t nulls = 0;
             std::uint64_t mix = 0;
-            for (std::uint32_t c = 0; c < columns; ++c) {
-                const ColumnData &column = state.key_data[c];
-                if (column.is_null(row)) {
+            for (std::uint32_t c = 0; c < Columns; ++c) {
+                if (columns[c].is_null(row)) {
                     nulls |= std::uint64_t{1} << c;
                     words[2 * c] = 0;
                     words[2 * c + 1] = 0;
                 } else {
-                    raw_key_words(column, row, &words[2 * c]);
+                    raw_key_words(columns[c], row, words[2 * c], words[2 * c + 1]);
                 }
                 mix = (mix ^ words[2 * c]) * 0x9e3779b97f4a7c15ULL;
                 mix = (mix ^ words[2 * c + 1]) * 0xff51afd7ed558ccdULL;
@@ -1062,46 +1114,52 @@ private:
             mix ^= nulls;
             KeyCacheSlot &slot = state.key_cache[(mix ^ (mix >> 32U)) % key_cache_slots];
             bool hit = slot.epoch == epoch && slot.nulls == nulls;
-            for (std::uint32_t w = 0; hit && w < 2 * columns; ++w) {
-                hit = slot.words[w] == words[w];
+            for (std::uint32_t w = 0; w < 2 * Columns; ++w) {
+                hit = hit && slot.words[w] == words[w];
             }
             if (!hit) {
                 ++misses;
-                const std::uint64_t hash = key_hash(state, row);
-                slot.group =
-                    state.groups[partition_of(hash)]
-                        .find_or_insert(
-                            hash,
-                            [&](const std::byte *candidate) {
-                                return _key.equals(RowTable::key_of(candidate), state.key_data.data(), row);
-                            },
-                            [&](std::byte *fresh) {
-                                _key.store(RowTable::key_of(fresh), state.key_data.data(), row, state.arena);
-                            })
-                        .first;
-                std::copy(words.begin(), words.begin() + 2 * columns, slot.words.begin());
-                slot.nulls = nulls;
-                slot.epoch = epoch;
-                slot.local = lane_groups;
-                // Two raw keys of one group (a string at two addresses) get one local number.
-                for (std::uint32_t g = 0; g < state.local_count; ++g) {
-                    if (state.locals[g] == slot.group) {
-                        slot.local = g;
-                    }
-                }
-                if (slot.local == lane_groups && state.local_count < lane_groups) {
-                    slot.local = state.local_count;
-                    state.locals[state.local_count++] = slot.group;
-                }
+                fill_key_cache(state, slot, row, words.data(), 2 * Columns, nulls, epoch);
                 dense = dense && slot.local < lane_groups;
             }
-            state.rows[i] = slot.group;
-            state.ids[i] = static_cast<std::uint8_t>(slot.local);
+            rows[i] = slot.group;
+            ids[i] = static_cast<std::uint8_t>(slot.local);
         }
         if (count >= 64 && misses * 8 > count) {
             state.key_cache_on = false;
         }
         return dense;
+    }
+
+    /// A key cache miss: looks the row's group up in the hash table and puts it into `slot`
+    /// with its batch-local number (`lane_groups` when the batch has too many groups).
+    void fill_key_cache(WorkerState &state, KeyCacheSlot &slot, std::uint32_t row, const std::uint64_t *words,
+                        std::uint32_t word_count, std::uint64_t nulls, std::uint64_t epoch) {
+        const std::uint64_t hash = key_hash(state, row);
+        slot.group = state.groups[partition_of(hash)]
+                         .find_or_insert(
+                             hash,
+                             [&](const std::byte *candidate) {
+                                 return _key.equals(RowTable::key_of(candidate), state.key_data.data(), row);
+                             },
+                             [&](std::byte *fresh) {
+                                 _key.store(RowTable::key_of(fresh), state.key_data.data(), row, state.arena);
+                             })
+                         .first;
+        std::copy_n(words, word_count, slot.words.begin());
+        slot.nulls = nulls;
+        slot.epoch = epoch;
+        slot.local = lane_groups;
+        // Two raw keys of one group (a string at two addresses) get one local number.
+        for (std::uint32_t g = 0; g < state.local_count; ++g) {
+            if (state.locals[g] == slot.group) {
+                slot.local = g;
+            }
+        }
+        if (slot.local == lane_groups && state.local_count < lane_groups) {
+            slot.local = state.local_count;
+            state.locals[state.local_count++] = slot.group;
+        }
     }
 
     [[nodiscard]] std::uint32_t partition_of(std::uint64_t hash) const noexcept {

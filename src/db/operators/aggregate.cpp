@@ -627,7 +627,7 @@ static_assert(sizeof(LaneState) == 32);
 }
 
 /// Calls add(lane, value) for the live rows whose argument is not NULL, with the lane of row i
-/// (lane i % lane_count of group ids[i]) and its value as T (void: no value, for counts). The
+/// (lanes[ids[i]]) and its value as T (void: no value, for counts). The
 /// pointers are copied into locals and T fixes the width, so the loop reloads nothing but the
 /// row's cells.
 template <class T, class Add>
@@ -637,7 +637,7 @@ void lane_loop(const Batch &batch, std::uint32_t count, const ColumnData &argume
     const std::uint8_t *nulls = argument.nulls;
     const std::uint32_t *selection = batch.all_selected ? nullptr : batch.selection.data();
     auto body = [&](std::uint32_t i, std::uint32_t row) {
-        LaneState &lane = lanes[(i % lane_count) * lane_groups + ids[i]];
+        LaneState &lane = lanes[ids[i]];
         if constexpr (std::is_void_v<T>) {
             add(lane);
         } else {
@@ -662,9 +662,9 @@ void lane_loop(const Batch &batch, std::uint32_t count, const ColumnData &argume
     }
 }
 
-/// Adds the batch's values of a lane_kernel() aggregate into local lanes, row i into lane
-/// i % lane_count of group ids[i], then folds the lanes into the states at `offset` of the
-/// `groups` group rows `locals`.
+/// Adds the batch's values of a lane_kernel() aggregate into local lanes, row i into lanes[ids[i]]
+/// (lane i % lane_count of its batch-local group: ids[i] = lane * lane_groups + group), then
+/// folds the lanes into the states at `offset` of the `groups` group rows `locals`.
 void update_lanes(const AggregateInfo &aggregate, const ColumnData *argument, const Batch &batch,
                   std::uint32_t count, const std::uint8_t *ids, std::byte *const *locals,
                   std::uint32_t groups) noexcept {
@@ -854,7 +854,10 @@ public:
             }
         } else {
             std::fill(state.rows.begin(), state.rows.end(), state.scalar.get());
-            state.ids.assign(count, 0);
+            state.ids.resize(count);
+            for (std::uint32_t i = 0; i < count; ++i) {
+                state.ids[i] = static_cast<std::uint8_t>((i % lane_count) * lane_groups);
+            }
             state.locals[0] = state.scalar.get();
             state.local_count = 1;
             dense = true;
@@ -1045,7 +1048,7 @@ private:
         bool key_cache_on{true}; // off for good once a batch misses the cache too often
         std::uint64_t epoch{0};  // batches this worker consumed: key cache entries of older ones are stale
         std::array<KeyCacheSlot, key_cache_slots> key_cache{};
-        std::vector<std::uint8_t> ids;                 // per live row: its batch-local group
+        std::vector<std::uint8_t> ids;                 // per live row: its lane (update_lanes())
         std::array<std::byte *, lane_groups> locals{}; // batch-local group -> group row
         std::uint32_t local_count{0};
     };
@@ -1065,9 +1068,10 @@ private:
 
     /// Finds the group rows of a batch through the key cache (rows whose key cells have the same
     /// raw bytes as an earlier row of the batch take its group without hashing or comparing
-    /// values) and numbers the batch's groups in state.ids / state.locals. Returns whether the
-    /// numbering holds (at most `lane_groups` groups). Switches the cache off for the worker when
-    /// more than an eighth of a batch's rows miss it: many groups, or strings at many addresses.
+    /// values), numbers the batch's groups (state.locals) and gives each row its lane
+    /// (state.ids). Returns whether the lanes hold (at most `lane_groups` groups). Switches the
+    /// cache off for the worker when more than an eighth of a batch's rows miss it: many groups,
+    /// or strings at many addresses.
     bool group_by_key_cache(WorkerState &state, const Batch &batch, std::uint32_t count) {
         switch (_groups.size()) {
         case 1:
@@ -1123,7 +1127,7 @@ private:
                 dense = dense && slot.local < lane_groups;
             }
             rows[i] = slot.group;
-            ids[i] = static_cast<std::uint8_t>(slot.local);
+            ids[i] = static_cast<std::uint8_t>((i % lane_count) * lane_groups + slot.local);
         }
         if (count >= 64 && misses * 8 > count) {
             state.key_cache_on = false;

@@ -627,9 +627,8 @@ static_assert(sizeof(LaneState) == 32);
 }
 
 /// Calls add(lane, value) for the live rows whose argument is not NULL, with the lane of row i
-/// (lanes[ids[i]]) and its value as T (void: no value, for counts). The
-/// pointers are copied into locals and T fixes the width, so the loop reloads nothing but the
-/// row's cells.
+/// (lanes[ids[i]]) and its value as T (void: no value, for counts). The pointers are copied into
+/// locals and T fixes the width, so the loop reloads nothing but the row's cells.
 template <class T, class Add>
 void lane_loop(const Batch &batch, std::uint32_t count, const ColumnData &argument, const std::uint8_t *ids,
                LaneState *lanes, Add &&add) noexcept {
@@ -812,7 +811,8 @@ public:
             state.argument_data[a] = column_data(state.arguments[a]);
         }
         state.rows.resize(count);
-        // Whether state.ids names each row's batch-local group (state.locals) for the lanes.
+        // Whether state.ids gives each row its lane and state.locals the batch's groups (at most
+        // lane_groups of them), so update_lanes() may run.
         bool dense = false;
         if (grouped() && _key_cacheable && state.key_cache_on) {
             dense = group_by_key_cache(state, *batch, count);
@@ -1335,7 +1335,7 @@ private:
     std::vector<std::size_t> _distinct_aggregate; // per distinct set: the index of its aggregate
     std::uint32_t _row_width{0};
     std::uint32_t _batch_rows;
-    bool _key_cacheable{false}; // few enough key columns for the key cache
+    bool _key_cacheable{false}; // the key cache applies: at most 4 key columns, no DISTINCT
     // Set in prepare() on the starting thread, read-only during the run.
     std::uint16_t _worker_count{0};
     std::uint32_t _partitions{1};

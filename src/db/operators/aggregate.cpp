@@ -19,6 +19,7 @@
 // sum like DuckDB.
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -27,6 +28,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -539,6 +541,178 @@ bool write_result(const AggregateInfo &aggregate, const AggState &state, Vector 
     return true;
 }
 
+// ---- small-group kernels ----------------------------------------------------------------------
+//
+// Two kernels for aggregations whose batches hold few distinct keys (TPC-H Q1: 4 groups over 6 M
+// rows; every scalar aggregation). The key cache finds a row's group by the raw bytes of its key
+// cells instead of hashing and comparing the values; the lanes add the sums and counts of a
+// batch into small local accumulators, so rows of one group do not wait on each other's stores
+// into the same state.
+
+/// Key columns the cache handles; wider keys take the hash path.
+constexpr std::uint32_t key_cache_columns = 4;
+/// Direct-mapped slots of the cache.
+constexpr std::uint32_t key_cache_slots = 64;
+/// Groups a batch may touch and still use the lanes.
+constexpr std::uint32_t lane_groups = 16;
+/// Independent accumulators per group: consecutive rows go to different lanes.
+constexpr std::uint32_t lane_count = 4;
+
+/// The raw words of a key cell: equal words imply equal group keys as long as the memory a
+/// string reference points to does not change, which holds within one batch (so a cache entry
+/// is valid for one batch only). Strings compare by address and length, so equal strings at
+/// different addresses only miss the cache; doubles by bits (0.0 and -0.0 miss and meet in
+/// the table).
+inline void raw_key_words(const ColumnData &column, std::uint32_t row, std::uint64_t &low,
+                          std::uint64_t &high) noexcept {
+    low = 0;
+    high = 0;
+    switch (column.physical) {
+    case PhysicalType::u8:
+        low = std::to_integer<std::uint64_t>(column.data[row]);
+        return;
+    case PhysicalType::i64:
+    case PhysicalType::f64:
+        std::memcpy(&low, column.data + std::size_t{row} * 8, 8);
+        return;
+    case PhysicalType::i128:
+        std::memcpy(&low, column.data + std::size_t{row} * 16, 8);
+        std::memcpy(&high, column.data + std::size_t{row} * 16 + 8, 8);
+        return;
+    case PhysicalType::string: {
+        StringRef text; // the fields, not the padding bytes
+        std::memcpy(&text, column.data + std::size_t{row} * sizeof(StringRef), sizeof(StringRef));
+        low = reinterpret_cast<std::uintptr_t>(text.data);
+        high = text.size;
+        return;
+    }
+    }
+}
+
+/// One entry of the key cache: the raw key, its NULL mask, its group row and its batch-local
+/// group number (for the lanes; `lane_groups` when the batch has too many groups).
+struct KeyCacheSlot {
+    std::array<std::uint64_t, 2 * key_cache_columns> words{};
+    std::uint64_t nulls{0};
+    std::byte *group{nullptr};
+    std::uint64_t epoch{0}; // the batch it belongs to; 0: none
+    std::uint32_t local{0};
+};
+
+/// Per-group accumulators of one sum, average or count over a batch: lanes[lane * lane_groups +
+/// local group]. `sum` and `carry` as in AggState (carry * 2^128 + sum is exact).
+struct LaneState {
+    Int128 sum;
+    std::int64_t count;
+    std::int64_t carry;
+};
+static_assert(sizeof(LaneState) == 32);
+
+/// Whether update_lanes() computes this aggregate: exact sums and counts (their result does not
+/// depend on the order of the additions; double sums do, so they keep the row order).
+[[nodiscard]] inline bool lane_kernel(const AggregateInfo &aggregate) noexcept {
+    switch (aggregate.function) {
+    case AggregateFunction::count_star:
+    case AggregateFunction::count:
+        return true;
+    case AggregateFunction::sum:
+    case AggregateFunction::avg: {
+        const PhysicalType physical = aggregate.input.physical();
+        return physical == PhysicalType::u8 || physical == PhysicalType::i64 ||
+               physical == PhysicalType::i128;
+    }
+    default:
+        return false;
+    }
+}
+
+/// Calls add(lane, value) for the live rows whose argument is not NULL, with the lane of row i
+/// (lanes[ids[i]]) and its value as T (void: no value, for counts). The pointers are copied into
+/// locals and T fixes the width, so the loop reloads nothing but the row's cells.
+template <class T, class Add>
+void lane_loop(const Batch &batch, std::uint32_t count, const ColumnData &argument, const std::uint8_t *ids,
+               LaneState *lanes, Add &&add) noexcept {
+    const std::byte *data = argument.data;
+    const std::uint8_t *nulls = argument.nulls;
+    const std::uint32_t *selection = batch.all_selected ? nullptr : batch.selection.data();
+    auto body = [&](std::uint32_t i, std::uint32_t row) {
+        LaneState &lane = lanes[ids[i]];
+        if constexpr (std::is_void_v<T>) {
+            add(lane);
+        } else {
+            T value;
+            std::memcpy(&value, data + std::size_t{row} * sizeof(T), sizeof(T));
+            add(lane, value);
+        }
+    };
+    if (selection == nullptr) {
+        for (std::uint32_t i = 0; i < count; ++i) {
+            if (nulls == nullptr || nulls[i] == 0) {
+                body(i, i);
+            }
+        }
+        return;
+    }
+    for (std::uint32_t i = 0; i < count; ++i) {
+        const std::uint32_t row = selection[i];
+        if (nulls == nullptr || nulls[row] == 0) {
+            body(i, row);
+        }
+    }
+}
+
+/// Adds the batch's values of a lane_kernel() aggregate into local lanes, row i into lanes[ids[i]]
+/// (lane i % lane_count of its batch-local group: ids[i] = lane * lane_groups + group), then
+/// folds the lanes into the states at `offset` of the `groups` group rows `locals`.
+void update_lanes(const AggregateInfo &aggregate, const ColumnData *argument, const Batch &batch,
+                  std::uint32_t count, const std::uint8_t *ids, std::byte *const *locals,
+                  std::uint32_t groups) noexcept {
+    // On the stack, so the compiler sees that the lanes' stores do not touch the argument.
+    std::array<LaneState, lane_count * lane_groups> lanes;
+    std::memset(static_cast<void *>(lanes.data()), 0, sizeof(lanes));
+    auto count_row = [](LaneState &lane) { ++lane.count; };
+    if (aggregate.function == AggregateFunction::count_star) {
+        // Every live row counts: no selection or NULLs to look at.
+        lane_loop<void>(Batch{}, count, ColumnData{PhysicalType::u8, 1, nullptr, nullptr}, ids, lanes.data(),
+                        count_row);
+    } else if (aggregate.function == AggregateFunction::count) {
+        lane_loop<void>(batch, count, *argument, ids, lanes.data(), count_row);
+    } else {
+        auto add_narrow = [](LaneState &lane, auto value) {
+            // A batch has fewer than 2^32 rows of |value| < 2^63: the 128-bit lane cannot overflow.
+            lane.sum += value;
+            ++lane.count;
+        };
+        switch (argument->physical) {
+        case PhysicalType::u8:
+            lane_loop<std::uint8_t>(batch, count, *argument, ids, lanes.data(), add_narrow);
+            break;
+        case PhysicalType::i64:
+            lane_loop<std::int64_t>(batch, count, *argument, ids, lanes.data(), add_narrow);
+            break;
+        case PhysicalType::i128:
+            lane_loop<Int128>(batch, count, *argument, ids, lanes.data(), [](LaneState &lane, Int128 value) {
+                if (__builtin_add_overflow(lane.sum, value, &lane.sum)) {
+                    lane.carry += value < 0 ? -1 : 1;
+                }
+                ++lane.count;
+            });
+            break;
+        default:
+            MX_ASSERT(false, "update_lanes on an aggregate without a lane kernel");
+            return;
+        }
+    }
+    for (std::uint32_t l = 0; l < lane_count; ++l) {
+        for (std::uint32_t g = 0; g < groups; ++g) {
+            const LaneState &from = lanes[l * lane_groups + g];
+            AggState &into = state_at(locals[g], aggregate.offset);
+            into.count += from.count;
+            add_wide(into, from.sum, from.carry);
+        }
+    }
+}
+
 /// Rows ahead whose group index slot is prefetched: enough to cover a DRAM miss with the
 /// lookups of the rows in between (about 20 ns each when they hit).
 constexpr std::uint32_t group_prefetch_distance = 16;
@@ -580,6 +754,8 @@ public:
             _aggregates.push_back(std::move(info));
         }
         _row_width = offset;
+        // The DISTINCT sets need every row's key hash, which the key cache does not compute.
+        _key_cacheable = _groups.size() <= key_cache_columns && _distinct_keys.empty();
     }
 
     void prepare(std::uint16_t workers, std::uint16_t /*regions*/) override {
@@ -635,7 +811,12 @@ public:
             state.argument_data[a] = column_data(state.arguments[a]);
         }
         state.rows.resize(count);
-        if (grouped()) {
+        // Whether state.ids gives each row its lane and state.locals the batch's groups (at most
+        // lane_groups of them), so update_lanes() may run.
+        bool dense = false;
+        if (grouped() && _key_cacheable && state.key_cache_on) {
+            dense = group_by_key_cache(state, *batch, count);
+        } else if (grouped()) {
             state.hashes.resize(count);
             KeyLayout::hash_rows(state.key_data.data(), static_cast<std::uint32_t>(_groups.size()), *batch,
                                  count, state.hashes.data());
@@ -673,11 +854,21 @@ public:
             }
         } else {
             std::fill(state.rows.begin(), state.rows.end(), state.scalar.get());
+            state.ids.resize(count);
+            for (std::uint32_t i = 0; i < count; ++i) {
+                state.ids[i] = static_cast<std::uint8_t>((i % lane_count) * lane_groups);
+            }
+            state.locals[0] = state.scalar.get();
+            state.local_count = 1;
+            dense = true;
         }
         for (std::size_t a = 0; a < _aggregates.size(); ++a) {
             const AggregateInfo &aggregate = _aggregates[a];
             if (aggregate.distinct >= 0) {
                 insert_distinct(state, a, *batch, count);
+            } else if (dense && lane_kernel(aggregate)) {
+                update_lanes(aggregate, &state.argument_data[a], *batch, count, state.ids.data(),
+                             state.locals.data(), state.local_count);
             } else {
                 update(aggregate, state.rows.data(), &state.argument_data[a], *batch, count, state.arena,
                        state.lists, state.strings);
@@ -853,9 +1044,127 @@ private:
         std::vector<ColumnData> distinct_data;
         std::vector<std::uint64_t> hashes;
         std::vector<std::byte *> rows;
+        // small-group kernels (scratch of the consume tasks as well)
+        bool key_cache_on{true}; // off for good once a batch misses the cache too often
+        std::uint64_t epoch{0};  // batches this worker consumed: key cache entries of older ones are stale
+        std::array<KeyCacheSlot, key_cache_slots> key_cache{};
+        std::vector<std::uint8_t> ids;                 // per live row: its lane (update_lanes())
+        std::array<std::byte *, lane_groups> locals{}; // batch-local group -> group row
+        std::uint32_t local_count{0};
     };
 
     [[nodiscard]] bool grouped() const noexcept { return !_groups.empty(); }
+
+    /// The hash of row `row`'s key, as KeyLayout::hash_rows computes it.
+    [[nodiscard]] std::uint64_t key_hash(const WorkerState &state, std::uint32_t row) const noexcept {
+        std::uint64_t hash = KeyLayout::seed;
+        for (std::size_t g = 0; g < _groups.size(); ++g) {
+            const ColumnData &column = state.key_data[g];
+            hash = combine_hash(hash, column.is_null(row) ? null_hash
+                                                          : hash_cell(column.physical, column.cell(row)));
+        }
+        return hash;
+    }
+
+    /// Finds the group rows of a batch through the key cache (rows whose key cells have the same
+    /// raw bytes as an earlier row of the batch take its group without hashing or comparing
+    /// values), numbers the batch's groups (state.locals) and gives each row its lane
+    /// (state.ids). Returns whether the lanes hold (at most `lane_groups` groups). Switches the
+    /// cache off for the worker when more than an eighth of a batch's rows miss it: many groups,
+    /// or strings at many addresses.
+    bool group_by_key_cache(WorkerState &state, const Batch &batch, std::uint32_t count) {
+        switch (_groups.size()) {
+        case 1:
+            return group_by_key_cache<1>(state, batch, count);
+        case 2:
+            return group_by_key_cache<2>(state, batch, count);
+        case 3:
+            return group_by_key_cache<3>(state, batch, count);
+        default:
+            MX_ASSERT(_groups.size() == key_cache_columns, "the key cache takes 1 to 4 key columns");
+            return group_by_key_cache<key_cache_columns>(state, batch, count);
+        }
+    }
+
+    /// group_by_key_cache() for `Columns` key columns: the raw key stays in registers.
+    template <std::uint32_t Columns>
+    bool group_by_key_cache(WorkerState &state, const Batch &batch, std::uint32_t count) {
+        const std::uint64_t epoch = ++state.epoch;
+        state.ids.resize(count);
+        state.local_count = 0;
+        std::array<ColumnData, Columns> columns;
+        std::copy_n(state.key_data.begin(), Columns, columns.begin());
+        const std::uint32_t *selection = batch.all_selected ? nullptr : batch.selection.data();
+        std::byte **rows = state.rows.data();
+        std::uint8_t *ids = state.ids.data();
+        bool dense = true;
+        std::uint32_t misses = 0;
+        for (std::uint32_t i = 0; i < count; ++i) {
+            const std::uint32_t row = selection == nullptr ? i : selection[i];
+            std::array<std::uint64_t, 2 * Columns> words;
+            std::uint64_t nulls = 0;
+            std::uint64_t mix = 0;
+            for (std::uint32_t c = 0; c < Columns; ++c) {
+                if (columns[c].is_null(row)) {
+                    nulls |= std::uint64_t{1} << c;
+                    words[2 * c] = 0;
+                    words[2 * c + 1] = 0;
+                } else {
+                    raw_key_words(columns[c], row, words[2 * c], words[2 * c + 1]);
+                }
+                mix = (mix ^ words[2 * c]) * 0x9e3779b97f4a7c15ULL;
+                mix = (mix ^ words[2 * c + 1]) * 0xff51afd7ed558ccdULL;
+            }
+            mix ^= nulls;
+            KeyCacheSlot &slot = state.key_cache[(mix ^ (mix >> 32U)) % key_cache_slots];
+            bool hit = slot.epoch == epoch && slot.nulls == nulls;
+            for (std::uint32_t w = 0; w < 2 * Columns; ++w) {
+                hit = hit && slot.words[w] == words[w];
+            }
+            if (!hit) {
+                ++misses;
+                fill_key_cache(state, slot, row, words.data(), 2 * Columns, nulls, epoch);
+                dense = dense && slot.local < lane_groups;
+            }
+            rows[i] = slot.group;
+            ids[i] = static_cast<std::uint8_t>((i % lane_count) * lane_groups + slot.local);
+        }
+        if (count >= 64 && misses * 8 > count) {
+            state.key_cache_on = false;
+        }
+        return dense;
+    }
+
+    /// A key cache miss: looks the row's group up in the hash table and puts it into `slot`
+    /// with its batch-local number (`lane_groups` when the batch has too many groups).
+    void fill_key_cache(WorkerState &state, KeyCacheSlot &slot, std::uint32_t row, const std::uint64_t *words,
+                        std::uint32_t word_count, std::uint64_t nulls, std::uint64_t epoch) {
+        const std::uint64_t hash = key_hash(state, row);
+        slot.group = state.groups[partition_of(hash)]
+                         .find_or_insert(
+                             hash,
+                             [&](const std::byte *candidate) {
+                                 return _key.equals(RowTable::key_of(candidate), state.key_data.data(), row);
+                             },
+                             [&](std::byte *fresh) {
+                                 _key.store(RowTable::key_of(fresh), state.key_data.data(), row, state.arena);
+                             })
+                         .first;
+        std::copy_n(words, word_count, slot.words.begin());
+        slot.nulls = nulls;
+        slot.epoch = epoch;
+        slot.local = lane_groups;
+        // Two raw keys of one group (a string at two addresses) get one local number.
+        for (std::uint32_t g = 0; g < state.local_count; ++g) {
+            if (state.locals[g] == slot.group) {
+                slot.local = g;
+            }
+        }
+        if (slot.local == lane_groups && state.local_count < lane_groups) {
+            slot.local = state.local_count;
+            state.locals[state.local_count++] = slot.group;
+        }
+    }
 
     [[nodiscard]] std::uint32_t partition_of(std::uint64_t hash) const noexcept {
         return _partition_bits == 0 ? 0U : static_cast<std::uint32_t>(hash >> (64U - _partition_bits));
@@ -1026,6 +1335,7 @@ private:
     std::vector<std::size_t> _distinct_aggregate; // per distinct set: the index of its aggregate
     std::uint32_t _row_width{0};
     std::uint32_t _batch_rows;
+    bool _key_cacheable{false}; // the key cache applies: at most 4 key columns, no DISTINCT
     // Set in prepare() on the starting thread, read-only during the run.
     std::uint16_t _worker_count{0};
     std::uint32_t _partitions{1};

@@ -19,6 +19,24 @@ using mx::tasking::TaskContext;
 using mx::tasking::TaskResult;
 using mx::tasking::detail::compute_prefetch_slots;
 
+TEST(PrefetchLines, MaskNamesEachLineOnceInOrder) {
+    alignas(64) static std::byte object[64 * 64];
+    const auto lines_of = [](std::uint64_t mask) {
+        std::vector<std::size_t> lines;
+        mx::tasking::detail::for_each_masked_line(object, mask, [&lines](const std::byte *line) noexcept {
+            lines.push_back(static_cast<std::size_t>(line - object) / 64);
+        });
+        return lines;
+    };
+    EXPECT_EQ(lines_of(0), (std::vector<std::size_t>{}));
+    EXPECT_EQ(lines_of(0b1), (std::vector<std::size_t>{0}));
+    EXPECT_EQ(lines_of(0b11111), (std::vector<std::size_t>{0, 1, 2, 3, 4})); // a run from the start
+    EXPECT_EQ(lines_of(0b11110), (std::vector<std::size_t>{1, 2, 3, 4}));
+    EXPECT_EQ(lines_of(0b100101), (std::vector<std::size_t>{0, 2, 5}));
+    EXPECT_EQ(lines_of(~std::uint64_t{0} >> 4U).size(), 60U);
+    EXPECT_EQ(lines_of(std::uint64_t{1} << 59U), (std::vector<std::size_t>{59}));
+}
+
 TEST(PrefetchSlots, EqualCostsGiveAFixedDistance) {
     // Each task runs 100 cycles, each prefetch needs 200: prefetch two tasks ahead.
     const std::vector<std::uint32_t> expected(8, 100);

@@ -29,6 +29,26 @@ inline std::uint32_t prefetch_lines(const Task &task) noexcept {
     return 0U;
 }
 
+/// Calls `f` with the address of every cache line that `mask` names, counted from `base`, in
+/// ascending order.
+template <class F>
+[[gnu::always_inline]] inline void for_each_masked_line(const std::byte *base, std::uint64_t mask,
+                                                        F &&f) noexcept {
+    if ((mask & (mask + 1)) == 0) {
+        // The first lines of the object (a node's header and key lines): a run needs no bit scan
+        // per line.
+        const std::byte *end =
+            base + static_cast<std::size_t>(std::countr_one(mask)) * system::cache_line_size;
+        for (const std::byte *line = base; line != end; line += system::cache_line_size) {
+            f(line);
+        }
+        return;
+    }
+    for (; mask != 0; mask &= mask - 1) {
+        f(base + static_cast<std::size_t>(std::countr_zero(mask)) * system::cache_line_size);
+    }
+}
+
 /// Issues the prefetches a task's annotations ask for: the hint's lines, or the callback, and
 /// the header line of a synchronized resource (its latch or version is touched first).
 inline void prefetch_task_data(const Task &task) noexcept {
@@ -58,11 +78,10 @@ inline void prefetch_task_data(const Task &task) noexcept {
         return;
     }
     case PrefetchHint::Kind::mask:
-        system::with_prefetch_mode(hint.mode(), [base, mask = hint.payload()](auto mode) mutable noexcept {
-            for (; mask != 0; mask &= mask - 1) {
-                system::prefetch_line<mode.value>(base + static_cast<std::size_t>(std::countr_zero(mask)) *
-                                                             system::cache_line_size);
-            }
+        system::with_prefetch_mode(hint.mode(), [base, mask = hint.payload()](auto mode) noexcept {
+            for_each_masked_line(base, mask, [](const std::byte *line) noexcept {
+                system::prefetch_line<decltype(mode)::value>(line);
+            });
         });
         return;
     case PrefetchHint::Kind::callback:

@@ -225,6 +225,11 @@ struct Expr {
     [[nodiscard]] bool is() const noexcept {
         return std::holds_alternative<T>(node);
     }
+    /// The node as a T where the caller knows its kind (std::bad_variant_access otherwise).
+    template <class T>
+    [[nodiscard]] const T &get() const {
+        return std::get<T>(node);
+    }
 };
 
 /// Calls `visit` on each direct child expression of `expression` (operands, arguments, window

@@ -143,7 +143,7 @@ db::ExprPtr Binder::value_over_no_rows(const db::ExprPtr &expression, const Aggr
 }
 
 Bound Binder::bind_quantified(const ast::Expr &node, bool all, Context &context) {
-    const ast::SubLink &sublink = *node.as<ast::SubLink>();
+    const ast::SubLink &sublink = node.get<ast::SubLink>();
     const std::int64_t location = node.location;
     const ast::SelectStmt &subselect = *sublink.query;
     const std::vector<std::string> &operator_names = sublink.operators;
@@ -346,7 +346,7 @@ Bound Binder::bind_quantified(const ast::Expr &node, bool all, Context &context)
 }
 
 Bound Binder::bind_sublink(const ast::Expr &node, Context &context) {
-    const ast::SubLink &sublink = *node.as<ast::SubLink>();
+    const ast::SubLink &sublink = node.get<ast::SubLink>();
     const std::int64_t location = node.location;
     if (sublink.kind == ast::SubLinkKind::other) {
         fail(sublink.kind_name == "ARRAY_SUBLINK"
@@ -385,7 +385,7 @@ bool Binder::single_row_aggregate(const ast::SelectStmt &select) {
 Bound Binder::bind_scalar_subquery(const ast::Expr &node, Context &context) {
     const std::int64_t location = node.location;
     Block &block = *context.block;
-    const ast::SelectStmt &subselect = *node.as<ast::SubLink>()->query;
+    const ast::SelectStmt &subselect = *node.get<ast::SubLink>().query;
     BoundQuery bound = bind_select(subselect, context.scope, Correlation::group_by_key);
     const std::size_t keys = bound.inner_keys.size();
     if (bound.plan->output.size() != keys + 1) {

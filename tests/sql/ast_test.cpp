@@ -65,7 +65,7 @@ TEST(Ast, SelectClausesWithKindsAndLocations) {
     ASSERT_NE(like, nullptr);
     EXPECT_FALSE(like->negated);
     EXPECT_FALSE(like->insensitive);
-    EXPECT_EQ(like->pattern->as<ast::Constant>()->text, "x%");
+    EXPECT_EQ(like->pattern->get<ast::Constant>().text, "x%");
 
     ASSERT_EQ(select.group_by.size(), 1U);
     const auto *ordinal = select.group_by[0]->as<ast::Constant>();
@@ -74,13 +74,13 @@ TEST(Ast, SelectClausesWithKindsAndLocations) {
     EXPECT_EQ(ordinal->integer, 1);
     const auto *having = select.having->as<ast::Operator>();
     ASSERT_NE(having, nullptr);
-    EXPECT_TRUE(having->left->as<ast::FuncCall>()->star);
+    EXPECT_TRUE(having->left->get<ast::FuncCall>().star);
 
     ASSERT_EQ(select.order_by.size(), 1U);
     EXPECT_EQ(select.order_by[0].direction, ast::SortDirection::descending);
     EXPECT_EQ(select.order_by[0].nulls, ast::NullsOrder::first);
     ASSERT_NE(select.limit, nullptr);
-    EXPECT_EQ(select.limit->as<ast::Constant>()->integer, 5);
+    EXPECT_EQ(select.limit->get<ast::Constant>().integer, 5);
     EXPECT_EQ(select.offset, nullptr);
 }
 
@@ -97,7 +97,7 @@ TEST(Ast, ExpressionKinds) {
     ASSERT_NE(cast, nullptr);
     EXPECT_EQ(cast->type.names.back(), "numeric");
     ASSERT_EQ(cast->type.modifiers.size(), 2U);
-    EXPECT_EQ(cast->type.modifiers[1]->as<ast::Constant>()->integer, 2);
+    EXPECT_EQ(cast->type.modifiers[1]->get<ast::Constant>().integer, 2);
 
     const auto *in = select.targets[1].value->as<ast::InList>();
     ASSERT_NE(in, nullptr);
@@ -115,9 +115,9 @@ TEST(Ast, ExpressionKinds) {
     ASSERT_EQ(case_expression->branches.size(), 1U);
     EXPECT_EQ(case_expression->branches[0].location, static_cast<ast::Location>(text.find("WHEN a")));
     // libpg_query leaves out the value of negative integer constants; the parser restores it.
-    EXPECT_EQ(case_expression->otherwise->as<ast::Constant>()->integer, -2);
+    EXPECT_EQ(case_expression->otherwise->get<ast::Constant>().integer, -2);
 
-    EXPECT_TRUE(select.targets[4].value->as<ast::NullTest>()->negated);
+    EXPECT_TRUE(select.targets[4].value->get<ast::NullTest>().negated);
 
     const auto *exists = select.targets[5].value->as<ast::SubLink>();
     ASSERT_NE(exists, nullptr);
@@ -137,7 +137,7 @@ TEST(Ast, ExpressionKinds) {
     EXPECT_EQ(rank->over->order.size(), 1U);
     EXPECT_NE(rank->over->frame_options & 0x4, 0); // ROWS
     ASSERT_NE(rank->over->start_offset, nullptr);
-    EXPECT_EQ(rank->over->start_offset->as<ast::Constant>()->integer, 2);
+    EXPECT_EQ(rank->over->start_offset->get<ast::Constant>().integer, 2);
 
     const auto *count = select.targets[8].value->as<ast::FuncCall>();
     ASSERT_NE(count, nullptr);
@@ -166,7 +166,7 @@ TEST(Ast, SetOperationsAreALeftDeepChainAndResultClausesWrapThem) {
     const ast::SelectStmt &wrapper = select_of(ordered);
     EXPECT_EQ(wrapper.kind, ast::SelectStmt::Kind::select);
     ASSERT_EQ(wrapper.targets.size(), 1U);
-    EXPECT_TRUE(wrapper.targets[0].value->as<ast::ColumnRef>()->star);
+    EXPECT_TRUE(wrapper.targets[0].value->get<ast::ColumnRef>().star);
     EXPECT_EQ(wrapper.order_by.size(), 1U);
     ASSERT_NE(wrapper.limit, nullptr);
     const auto *derived = std::get_if<ast::RangeSubselect>(&wrapper.from.at(0)->node);
@@ -174,7 +174,7 @@ TEST(Ast, SetOperationsAreALeftDeepChainAndResultClausesWrapThem) {
     EXPECT_EQ(derived->alias->name, "unnamed_subquery");
     EXPECT_EQ(derived->query->kind, ast::SelectStmt::Kind::values);
     ASSERT_EQ(derived->query->values.size(), 2U);
-    EXPECT_EQ(derived->query->values[1][1]->as<ast::Constant>()->text, "b");
+    EXPECT_EQ(derived->query->values[1][1]->get<ast::Constant>().text, "b");
 
     // A long chain needs no deep recursion.
     std::string text = "SELECT 0";
@@ -252,8 +252,8 @@ TEST(Ast, UnsupportedConstructsCarryTheirError) {
     EXPECT_EQ(similar->message, "SIMILAR TO is not supported");
     EXPECT_EQ(select.targets[0].value->location, static_cast<ast::Location>(text.find("SIMILAR")));
     EXPECT_EQ(similar->children.size(), 2U);
-    EXPECT_EQ(select.targets[1].value->as<ast::Unsupported>()->message, "parameters ($n) are not supported");
-    EXPECT_EQ(select.targets[2].value->as<ast::Unsupported>()->message,
+    EXPECT_EQ(select.targets[1].value->get<ast::Unsupported>().message, "parameters ($n) are not supported");
+    EXPECT_EQ(select.targets[2].value->get<ast::Unsupported>().message,
               "IS [NOT] TRUE/FALSE/UNKNOWN is not supported");
     const auto *function = std::get_if<ast::UnsupportedFrom>(&select.from.at(0)->node);
     ASSERT_NE(function, nullptr);
@@ -273,7 +273,7 @@ TEST(Ast, UnsupportedConstructsCarryTheirError) {
     }
     EXPECT_EQ(depth, ast::max_expression_depth + 1);
     ASSERT_TRUE(node->is<ast::Unsupported>());
-    EXPECT_EQ(node->as<ast::Unsupported>()->message, "expression nested too deeply (more than 256 levels)");
+    EXPECT_EQ(node->get<ast::Unsupported>().message, "expression nested too deeply (more than 256 levels)");
 }
 
 TEST(Ast, QueryBlocksBeyondTheLimitAreLeftEmpty) {

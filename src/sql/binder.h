@@ -251,6 +251,7 @@ private:
     Bound bind_bool(const ast::BoolExpr &expression, ast::Location location, Context &context);
     Bound bind_type_cast(const ast::TypeCast &cast, ast::Location location, Context &context);
     Bound bind_case(const ast::CaseExpr &expression, ast::Location location, Context &context);
+    Bound bind_nullif(const ast::Expr &left, const ast::Expr &right, ast::Location location, Context &context);
     db::ExprPtr compare(db::CompareOp op, Bound left, Bound right, std::int64_t location);
     Bound arithmetic(db::ArithmeticOp op, Bound left, Bound right, std::int64_t location);
     /// A string literal compared with a non-string takes the other type (DuckDB).

@@ -750,6 +750,26 @@ db::ExprPtr Binder::bind_constant(const ast::Expr &node) {
     return checked(expression, node.location);
 }
 
+Bound Binder::bind_nullif(const ast::Expr &left_node, const ast::Expr &right_node, ast::Location location,
+                          Context &context) {
+    // NULLIF(a, b), as operator or as function: CASE WHEN a = b THEN NULL ELSE a END.
+    Bound left = bind(left_node, context);
+    Bound right = bind(right_node, context);
+    if (left.interval || right.interval) {
+        fail("intervals cannot be compared", location);
+    }
+    Bound result;
+    result.location = location;
+    const db::ExprPtr value = left.expr;
+    db::ExprPtr equal = compare(db::CompareOp::equal, left, right, location);
+    try {
+        result.expr = db::expr::case_when({{equal, db::expr::null(value->type())}}, value);
+    } catch (const db::TypeError &error) {
+        fail(error.what(), location);
+    }
+    return result;
+}
+
 Bound Binder::bind_bool(const ast::BoolExpr &expression, ast::Location location, Context &context) {
     std::vector<db::ExprPtr> operands;
     for (const ast::ExprPtr &argument : expression.arguments) {
@@ -849,22 +869,7 @@ Bound Binder::bind(const ast::Expr &node, Context &context) {
         return result;
     }
     if (const auto *nullif = node.as<ast::NullIf>()) {
-        Bound left = bind(*nullif->left, context);
-        Bound right = bind(*nullif->right, context);
-        if (left.interval || right.interval) {
-            fail("intervals cannot be compared", location);
-        }
-        // NULLIF(a, b): CASE WHEN a = b THEN NULL ELSE a END.
-        Bound result;
-        result.location = location;
-        const db::ExprPtr value = left.expr;
-        db::ExprPtr equal = compare(db::CompareOp::equal, left, right, location);
-        try {
-            result.expr = db::expr::case_when({{equal, db::expr::null(value->type())}}, value);
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
+        return bind_nullif(*nullif->left, *nullif->right, location, context);
     }
     if (const auto *bool_expression = node.as<ast::BoolExpr>()) {
         return bind_bool(*bool_expression, location, context);

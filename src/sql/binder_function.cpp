@@ -628,16 +628,7 @@ Bound Binder::bind_function(const ast::FuncCall &call, ast::Location location, C
         if (arguments.size() != 2) {
             fail("nullif() takes 2 arguments", location);
         }
-        Bound left = bind(*arguments[0], context);
-        Bound right = bind(*arguments[1], context);
-        const db::ExprPtr value = left.expr;
-        db::ExprPtr equal = compare(db::CompareOp::equal, left, right, location);
-        try {
-            result.expr = db::expr::case_when({{equal, db::expr::null(value->type())}}, value);
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
-        return result;
+        return bind_nullif(*arguments[0], *arguments[1], location, context);
     }
     fail("function " + name + "() is not supported", location);
 }

@@ -22,7 +22,7 @@ std::uint64_t checksum(const void *object, std::uint32_t size) noexcept {
 #endif
 } // namespace
 
-bool Worker::run_primitive(Task &task, TaskContext &context, ResourcePtr resource, ResourceHeader &header,
+void Worker::run_primitive(Task &task, TaskContext &context, ResourcePtr resource, ResourceHeader &header,
                            bool reader, TaskResult &result) noexcept {
     // Runs the task where no writer can interfere. Debug builds check the read-only promise
     // there: a reader must leave the object as it found it.
@@ -39,16 +39,16 @@ bool Worker::run_primitive(Task &task, TaskContext &context, ResourcePtr resourc
     switch (primitive_of(resource)) {
     case sync::Primitive::none:
         result = task.execute(context);
-        return true;
+        return;
     case sync::Primitive::scheduling:
         MX_ASSERT(holds(domain_of(resource)), "task on a scheduled resource runs outside its domain");
         run_exclusive_of_writers();
-        return true;
+        return;
     case sync::Primitive::spinlock:
         header.spinlock.lock();
         run_exclusive_of_writers();
         header.spinlock.unlock();
-        return true;
+        return;
     case sync::Primitive::rw_latch:
         if (reader) {
             header.rw_latch.lock_shared();
@@ -59,36 +59,32 @@ bool Worker::run_primitive(Task &task, TaskContext &context, ResourcePtr resourc
             result = task.execute(context);
             header.rw_latch.unlock();
         }
-        return true;
+        return;
     case sync::Primitive::optimistic_latched:
-        if (reader) {
-            return run_optimistic_read(task, context, header, result);
-        }
+        MX_ASSERT(!reader, "optimistic reader in run_primitive");
         header.version.write_lock();
         result = task.execute(context);
         header.version.write_end();
-        return true;
+        return;
     case sync::Primitive::optimistic_scheduled:
-        if (holds(domain_of(resource))) {
-            // Writers only run on the domain's holder, and tasks run to completion: no writer
-            // can interleave with a reader here, so it needs no validation (dissertation 4.3).
-            if (reader) {
-                run_exclusive_of_writers();
-            } else {
-                header.version.write_begin_exclusive();
-                result = task.execute(context);
-                header.version.write_end();
-            }
-            return true;
+        // Writers only run on the domain's holder, and tasks run to completion: no writer can
+        // interleave with a reader here, so it needs no validation (dissertation 4.3). Readers
+        // elsewhere validate (execute_one runs them through run_optimistic_read).
+        MX_ASSERT(holds(domain_of(resource)),
+                  "task on an optimistically scheduled resource runs outside its domain and unvalidated");
+        if (reader) {
+            run_exclusive_of_writers();
+        } else {
+            header.version.write_begin_exclusive();
+            result = task.execute(context);
+            header.version.write_end();
         }
-        MX_ASSERT(reader, "writer of an optimistically scheduled resource runs outside its domain");
-        return run_optimistic_read(task, context, header, result);
+        return;
     case sync::Primitive::htm:
         // Inside a transaction the check would abort it; HTM readers are checked by the fallback.
         result = run_transaction(task, context, header);
-        return true;
+        return;
     }
-    return true;
 }
 
 } // namespace mx::tasking::detail

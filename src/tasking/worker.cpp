@@ -332,16 +332,10 @@ void Worker::run_bypassed(Task *next) noexcept {
             MX_ASSERT(result.action() == TaskResult::Action::keep,
                       "a task cannot hand itself on and be removed");
             bump(_shared.handoffs);
-#if MX_TRACING
-            if (_stamp_spawns) [[unlikely]] {
-                RuntimeCore::stamp_spawn(task, system::cycles());
-            }
-#endif
+            stamp_queue_time(task);
             _running = nullptr;
             push_local(task);
-            if (--_reclamation.tasks_until_epoch_check == 0) [[unlikely]] {
-                epoch_duties();
-            }
+            count_run_for_epoch();
             return nullptr;
         } else {
             spawn(*next);
@@ -363,9 +357,7 @@ void Worker::run_bypassed(Task *next) noexcept {
     _running = nullptr;
     // Release: a thread that sees this count also sees every spawn above (wait(), reclamation).
     bump(_shared.completed[epoch], 1, std::memory_order_release);
-    if (--_reclamation.tasks_until_epoch_check == 0) [[unlikely]] {
-        epoch_duties();
-    }
+    count_run_for_epoch();
     return run_now;
 }
 
@@ -379,7 +371,7 @@ Task *Worker::complete(Task &task, const TaskResult &result) noexcept { return f
     const AccessMode access = task.access();
     const sync::Primitive primitive =
         resource && access != AccessMode::none ? primitive_of(resource) : sync::Primitive::none;
-    bool ran = true;
+    bool ran = true; // false: an optimistic read kept failing
     if (primitive == sync::Primitive::none) {
         result = task.execute(context);
     } else {
@@ -396,8 +388,7 @@ Task *Worker::complete(Task &task, const TaskResult &result) noexcept { return f
              (primitive == sync::Primitive::optimistic_scheduled && !holds(domain_of(resource))))) {
             ran = run_optimistic_read(task, context, header_of(resource), result);
         } else {
-            ran = run_primitive(task, context, resource, header_of(resource), access == AccessMode::read_only,
-                                result);
+            run_primitive(task, context, resource, header_of(resource), access == AccessMode::read_only, result);
         }
         MX_ASSERT(result.action() != TaskResult::Action::suspend,
                   "a coroutine task cannot suspend while synchronized on a resource");

@@ -177,14 +177,19 @@ private:
     /// Whether start_trace or stop_trace waits for this worker to notice (idle loop, sleep).
     [[nodiscard]] bool trace_change_pending() const noexcept;
     void record(const TraceEvent &event) noexcept { _trace.record(event); }
-    /// Runs the task under its resource's primitive. False: an optimistic read kept failing
-    /// (execute_one puts the task back into the pool).
-    bool run_primitive(Task &task, TaskContext &context, ResourcePtr resource, ResourceHeader &header,
+    /// Runs the task under its resource's primitive, except an optimistic read (execute_one runs
+    /// those through run_optimistic_read).
+    void run_primitive(Task &task, TaskContext &context, ResourcePtr resource, ResourceHeader &header,
                        bool reader, TaskResult &result) noexcept;
+    /// False: the read kept failing validation (execute_one puts the task back into the pool).
     bool run_optimistic_read(Task &task, TaskContext &context, const ResourceHeader &header,
                              TaskResult &result) noexcept;
     TaskResult run_transaction(Task &task, TaskContext &context, ResourceHeader &header) noexcept;
     void count_spawn(Task &task) noexcept;
+    /// While recording queue times: the task's enqueue time.
+    void stamp_queue_time(Task &task) noexcept;
+    /// Once per task run: the epoch duties every `epoch_check_tasks` runs.
+    void count_run_for_epoch() noexcept;
     /// Spawn of a task with any routing annotation (squad, resource, worker, region).
     void spawn_routed(Task &task) noexcept;
     /// A task without a target; wakes a sleeping worker to steal it if there is one.
@@ -512,6 +517,10 @@ inline void Worker::count_spawn(Task &task) noexcept {
     }
     RuntimeCore::set_epoch(task, epoch);
     bump(_shared.spawned[epoch]);
+    stamp_queue_time(task);
+}
+
+inline void Worker::stamp_queue_time([[maybe_unused]] Task &task) noexcept {
 #if MX_TRACING
     // Queue times (trace.h): only while this worker records, so an untraced spawn pays a
     // predictable branch on a worker-private flag.
@@ -519,6 +528,12 @@ inline void Worker::count_spawn(Task &task) noexcept {
         RuntimeCore::stamp_spawn(task, system::cycles());
     }
 #endif
+}
+
+inline void Worker::count_run_for_epoch() noexcept {
+    if (--_reclamation.tasks_until_epoch_check == 0) [[unlikely]] {
+        epoch_duties();
+    }
 }
 
 /// Fig. 2 of the paper: tasks on a resource serialized by scheduling, and writers of an

@@ -110,30 +110,29 @@ void Worker::sync_trace() noexcept {
                                                           TraceEvent &open) noexcept {
     _bypass_chain = 0;
     std::uint8_t flags = stolen ? trace_stolen : 0;
-    for (Task *current = &task; current != nullptr;) {
+    Task *current = &task;
+    do {
         // Everything is read before the run: a finished task may be destroyed by complete().
         const char *label = current->trace_label();
         const void *what = label != nullptr ? static_cast<const void *>(label) : &typeid(*current);
         const ResourcePtr resource = current->resource();
         const auto address = reinterpret_cast<std::uintptr_t>(resource.get());
+        auto event_flags = static_cast<std::uint8_t>(flags | (label != nullptr ? trace_label : 0U) |
+                                                     (current->squad() != nullptr ? trace_squad : 0U));
         // A task spawned while recording carries its spawn time: its queue time costs a counter
         // read per task. A stamp from before start_trace (a kept task spawned earlier) is stale.
         std::uint64_t now = 0;
         std::uint64_t queue = 0; // stays 0 unless the task has a queue time
-        std::uint8_t queued = 0;
-        if (_stamp_spawns && (flags & trace_bypassed) == 0) {
+        if (_stamp_spawns && (flags & trace_bypassed) == 0) [[unlikely]] {
             if (const std::uint64_t spawned = RuntimeCore::spawn_tsc_of(*current); spawned != 0) {
                 now = system::cycles();
                 const std::uint64_t waited = (now - spawned) & RuntimeCore::spawn_tsc_mask;
                 if (waited <= now - _trace.origin) {
                     queue = waited;
-                    queued = trace_queued;
+                    event_flags |= trace_queued;
                 }
             }
         }
-        const auto event_flags =
-            static_cast<std::uint8_t>(flags | (label != nullptr ? trace_label : 0U) |
-                                      (current->squad() != nullptr ? trace_squad : 0U) | queued);
         // Without queue times, one time stamp per run of equal tasks: it ends the previous run
         // and starts this one (reading the counter costs more than a tiny task: about 13 ns on
         // this VM). With them, the read for the queue time serves here, too. No open run has a
@@ -162,7 +161,7 @@ void Worker::sync_trace() noexcept {
         current = execute_one(*current);
         flags = trace_bypassed;
         distance = 0; // a bypass successor is not prefetched
-    }
+    } while (current != nullptr);
 }
 
 void Worker::trace_span(const char *label, std::uint64_t start, std::uint64_t end) noexcept {
@@ -210,7 +209,7 @@ void Worker::run_buffer_static() noexcept {
             const std::uint32_t slot = _buffer.position++;
             execute_traced(*_buffer.tasks[slot], slot < _trace.stolen_until, traced_distance, open);
         } else {
-            execute(*_buffer.tasks[_buffer.position++]);
+            execute_chain(*_buffer.tasks[_buffer.position++]);
         }
         if (_core->stop_requested()) [[unlikely]] {
             break;
@@ -300,12 +299,17 @@ void Worker::execute_sampled(Task &task) noexcept {
     run_bypassed(next);
 }
 
-void Worker::execute(Task &task) noexcept {
+// Inlined into the static buffer loop, the path of every pooled task: a call there saves and
+// restores the callee-saved registers per task. One call site of execute_one, so one copy of it.
+[[gnu::always_inline]] inline void Worker::execute_chain(Task &task) noexcept {
     _bypass_chain = 0;
-    for (Task *next = execute_one(task); next != nullptr;) {
+    Task *next = &task;
+    do {
         next = execute_one(*next);
-    }
+    } while (next != nullptr);
 }
+
+void Worker::execute(Task &task) noexcept { execute_chain(task); }
 
 void Worker::run_bypassed(Task *next) noexcept {
     while (next != nullptr) {

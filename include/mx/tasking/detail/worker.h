@@ -137,6 +137,8 @@ private:
     void execute(Task &task) noexcept;
     /// Runs one task; returns the successor to run right away (bypass) or nullptr.
     Task *execute_one(Task &task) noexcept;
+    /// The task and the successors it hands over by bypass (execute's body).
+    void execute_chain(Task &task) noexcept;
     /// Runs `next` (if any) and the successors handed over by bypass after it.
     void run_bypassed(Task *next) noexcept;
     /// After a task finished: successor, remove/stop, completion count, epoch duties. Returns

@@ -1,5 +1,6 @@
 // Subqueries in expressions: EXISTS, IN and ANY/ALL as mark joins or aggregates, scalar
-// subqueries as one-row relations or decorrelated aggregations.
+// subqueries as one-row relations or, correlated, dependent joins (the optimizer pass
+// decorrelate unnests them).
 
 #include <algorithm>
 #include <cctype>

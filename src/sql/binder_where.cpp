@@ -184,8 +184,8 @@ void Binder::bind_where_conjunct(const ast::Expr &node, Block &block) {
     context.scope = &block.scope;
     context.block = &block;
     context.clause = "WHERE";
-    // A correlated scalar subquery can be decorrelated when it is an operand of a comparison
-    // that is a WHERE conjunct (a missing group then drops the row, as NULL would).
+    // A correlated scalar subquery that is an operand of a comparison that is a WHERE conjunct
+    // is an inner dependent join: a row whose value is NULL is dropped anyway.
     if (const auto *op = node.as<ast::Operator>()) {
         if (op->right != nullptr && op->right->is<ast::SubLink>()) {
             context.decorrelatable = op->right.get();

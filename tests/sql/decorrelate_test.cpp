@@ -1,7 +1,8 @@
 // The optimizer pass decorrelate: correlated scalar subqueries (dependent joins) in WHERE, under
 // OR, in SELECT and HAVING, with equality and other correlation, the count bug (an outer row
 // without inner rows reads count() 0, not NULL), what it does not unnest (clear errors), and the
-// pass switched off (a clear error, EXPLAIN names it).
+// pass switched off (a clear error, EXPLAIN names it). The expected answers are DuckDB's for the
+// same tables and queries.
 
 #include <string>
 #include <vector>

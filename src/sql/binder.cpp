@@ -60,7 +60,6 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
     if (tree == nullptr) {
         tree = one_row_relation();
     }
-    block.scope.relation = tree.get();
 
     // WHERE: subquery conjuncts become semi/anti joins, scalar subqueries joined relations.
     if (select.where != nullptr) {
@@ -70,99 +69,34 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
     }
 
     BoundQuery result;
-    // Correlation: conjuncts over the enclosing block's columns leave this block.
-    std::vector<db::ExprPtr> inner_keys;
+    // Correlation: EXISTS and IN take the conjuncts over the enclosing block's columns out of
+    // the block (their join applies them); a scalar subquery keeps them in its WHERE and becomes
+    // the right side of a dependent join, which the optimizer pass decorrelate unnests.
     {
         const std::set<ColumnId> outer_ids(block.scope.outer_references.begin(),
                                            block.scope.outer_references.end());
         if (!outer_ids.empty() && correlation == Correlation::none) {
             fail("correlated subqueries are not supported here", -1);
         }
-        std::vector<db::ExprPtr> local;
-        std::vector<db::ExprPtr> correlated;
-        for (auto &conjunct : block.where_conjuncts) {
-            const auto ids = columns_of(*conjunct);
-            const bool reads_outer =
-                std::any_of(ids.begin(), ids.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
-            (reads_outer ? correlated : local).push_back(std::move(conjunct));
-        }
-        if (correlation == Correlation::semi_join) {
-            result.correlated = std::move(correlated);
-            correlated.clear();
-        }
-        // group_by_key: inner = outer equalities become the keys directly.
-        auto all_outer = [&](const std::vector<ColumnId> &set) {
-            return !set.empty() &&
-                   std::all_of(set.begin(), set.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
-        };
-        auto none_outer = [&](const std::vector<ColumnId> &set) {
-            return std::none_of(set.begin(), set.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
-        };
-        bool equalities = true;
-        for (const auto &conjunct : correlated) {
-            bool ok =
-                conjunct->kind() == db::ExprKind::compare && conjunct->compare_op() == db::CompareOp::equal;
-            if (ok) {
-                const auto left = columns_of(conjunct->child(0));
-                const auto right = columns_of(conjunct->child(1));
-                if (all_outer(left) && none_outer(right) && !right.empty()) {
-                    result.outer_keys.push_back(conjunct->children()[0]);
-                    inner_keys.push_back(conjunct->children()[1]);
-                } else if (all_outer(right) && none_outer(left) && !left.empty()) {
-                    result.outer_keys.push_back(conjunct->children()[1]);
-                    inner_keys.push_back(conjunct->children()[0]);
-                } else {
-                    ok = false;
-                }
+        if (correlation == Correlation::dependent) {
+            result.correlation.assign(outer_ids.begin(), outer_ids.end());
+        } else if (correlation == Correlation::semi_join) {
+            std::vector<db::ExprPtr> local;
+            for (auto &conjunct : block.where_conjuncts) {
+                const auto ids = columns_of(*conjunct);
+                const bool reads_outer =
+                    std::any_of(ids.begin(), ids.end(), [&](ColumnId id) { return outer_ids.count(id) > 0; });
+                (reads_outer ? result.correlated : local).push_back(std::move(conjunct));
             }
-            equalities = equalities && ok;
+            block.where_conjuncts = std::move(local);
         }
-        if (!equalities) {
-            // Other conditions: the subquery is computed for every distinct value of the outer
-            // columns it reads (a DISTINCT over a copy of the enclosing block's FROM), joined
-            // to its rows on the conditions, grouped by those values; the enclosing block then
-            // joins it on them (Neumann and Kemper's dependent join).
-            if (outer == nullptr || outer->relation == nullptr) {
-                fail("correlated subqueries are not supported here", -1);
-            }
-            result.outer_keys.clear();
-            inner_keys.clear();
-            std::vector<db::ExprPtr> groups;
-            std::vector<ColumnId> group_ids;
-            std::map<ColumnId, ColumnId> to_distinct;
-            for (const ColumnId id : outer_ids) {
-                groups.push_back(_columns.ref(id));
-                group_ids.push_back(_columns.add(_columns[id].name, _columns[id].type, true));
-                to_distinct[id] = group_ids.back();
-                result.outer_keys.push_back(_columns.ref(id));
-                inner_keys.push_back(_columns.ref(group_ids.back()));
-            }
-            // A NULL outer value can have rows (u.c < t.c OR u.b = t.a), so the keys compare
-            // NULL-safe, and a constant key tells the enclosing block's outer join which rows met a
-            // group.
-            const ColumnId present = _columns.add("present", db::Type::boolean(), true);
-            groups.push_back(db::expr::constant(db::Value::boolean(true)));
-            group_ids.push_back(present);
-            result.outer_keys.push_back(db::expr::constant(db::Value::boolean(true)));
-            inner_keys.push_back(_columns.ref(present));
-            result.null_safe_keys = true;
-            block.leaves.push_back(
-                make_aggregate(clone_plan(*outer->relation), std::move(groups), group_ids, {}));
-            for (const auto &conjunct : correlated) {
-                local.push_back(db::expr::remap_columns(conjunct, [&](std::uint32_t id) {
-                    const auto it = to_distinct.find(id);
-                    return it == to_distinct.end() ? id : it->second;
-                }));
-            }
-        }
-        block.where_conjuncts = std::move(local);
     }
 
     const std::vector<ast::ResTarget> &targets = select.targets;
     const std::vector<ast::SortBy> &sort_clause = select.order_by;
     const ast::Expr *having = select.having.get();
     const std::vector<ast::ExprPtr> &group_clause = select.group_by;
-    bool aggregate = !group_clause.empty() || having != nullptr || !inner_keys.empty();
+    bool aggregate = !group_clause.empty() || having != nullptr;
     for (const ast::ResTarget &target : targets) {
         aggregate = aggregate || contains_aggregate(*target.value, 0);
     }
@@ -201,11 +135,6 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
         return alias.empty() ? column_name(target_value(index)) : alias;
     };
     if (aggregate) {
-        for (auto &key : inner_keys) {
-            state.groups.push_back(key);
-            state.group_ids.push_back(
-                _columns.add(_columns[columns_of(*key).front()].name, key->type(), true));
-        }
         for (const ast::ExprPtr &group_key : group_clause) {
             const ast::Expr *group = group_key.get();
             if (group->is<ast::GroupingSet>()) {
@@ -406,15 +335,6 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
             }
             split_conjuncts(condition, having_conjuncts);
         }
-        if (!inner_keys.empty() && group_clause.empty()) {
-            // A decorrelated scalar subquery: what an outer row whose key has no group reads.
-            result.empty_value = value_over_no_rows(expressions.front(), state, -1);
-            for (const auto &conjunct : having_conjuncts) {
-                if (!is_true(*value_over_no_rows(conjunct, state, -1))) {
-                    result.empty_value = db::expr::null(expressions.front()->type());
-                }
-            }
-        }
         tree = make_aggregate(std::move(tree), state.groups, state.group_ids, state.aggregates);
         for (auto &leaf : block.post_aggregate_leaves) {
             tree = make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
@@ -424,13 +344,12 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
             tree = make_filter(std::move(tree), std::move(having_conjuncts));
         }
         result.single_row = state.groups.empty() && having == nullptr;
-        result.one_row_per_key = state.groups.size() == inner_keys.size();
     } else {
         result.single_row = !has_from && select.where == nullptr;
     }
 
     if (!windows.empty()) {
-        if (!inner_keys.empty() || !result.correlated.empty()) {
+        if (!result.correlation.empty() || !result.correlated.empty()) {
             // Decorrelation groups or joins on the correlation after the fact; a window over the
             // block would see the rows of every outer value at once.
             fail("window functions in correlated subqueries are not supported", -1);
@@ -439,14 +358,7 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
     }
 
     std::vector<ColumnId> ids;
-    std::vector<ColumnId> key_outputs;
     std::vector<db::ExprPtr> projected;
-    for (std::size_t i = 0; i < inner_keys.size(); ++i) {
-        // Decorrelated scalar subquery: the keys come first in the output.
-        projected.push_back(_columns.ref(state.group_ids[i]));
-        key_outputs.push_back(_columns.add(_columns[state.group_ids[i]].name, state.groups[i]->type(), true));
-        ids.push_back(key_outputs.back());
-    }
     for (std::size_t i = 0; i < expressions.size(); ++i) {
         const auto &expression = expressions[i];
         bool nullable = true;
@@ -487,19 +399,18 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
         return result;
     }
     tree = make_project(std::move(tree), std::move(projected), ids);
-    const std::size_t offset_ids = inner_keys.size();
 
     if (distinct) {
         std::vector<db::ExprPtr> groups;
         std::vector<ColumnId> group_ids;
         for (std::size_t i = 0; i < visible; ++i) {
-            const ColumnId id = ids[offset_ids + i];
+            const ColumnId id = ids[i];
             groups.push_back(_columns.ref(id));
             group_ids.push_back(_columns.add(_columns[id].name, _columns[id].type, _columns[id].nullable));
         }
         tree = make_aggregate(std::move(tree), std::move(groups), group_ids, {});
         for (std::size_t i = 0; i < visible; ++i) {
-            ids[offset_ids + i] = group_ids[i];
+            ids[i] = group_ids[i];
         }
     }
 
@@ -536,7 +447,7 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
         std::vector<LogicalSortKey> keys;
         for (const auto &[index, sort] : order) {
             LogicalSortKey key;
-            key.column = ids[offset_ids + index];
+            key.column = ids[index];
             key.descending = sort->direction == ast::SortDirection::descending;
             if (sort->nulls == ast::NullsOrder::first) {
                 key.nulls_first = true;
@@ -552,11 +463,11 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
         tree = make_limit(std::move(tree), limit, offset);
     }
 
-    if (ids.size() > offset_ids + visible) {
+    if (ids.size() > visible) {
         // Drop the hidden ORDER BY columns.
         std::vector<db::ExprPtr> kept;
         std::vector<ColumnId> kept_ids;
-        for (std::size_t i = 0; i < offset_ids + visible; ++i) {
+        for (std::size_t i = 0; i < visible; ++i) {
             kept.push_back(_columns.ref(ids[i]));
             kept_ids.push_back(
                 _columns.add(_columns[ids[i]].name, _columns[ids[i]].type, _columns[ids[i]].nullable));
@@ -564,20 +475,9 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
         tree = make_project(std::move(tree), std::move(kept), kept_ids);
         ids = kept_ids;
     }
-    for (std::size_t i = 0; i < offset_ids; ++i) {
-        result.inner_keys.push_back(ids[i]);
-    }
     result.plan = std::move(tree);
     for (std::size_t i = 0; i < visible; ++i) {
         result.names.push_back(names[i]);
-    }
-    if (offset_ids > 0) {
-        std::vector<std::string> all;
-        for (std::size_t i = 0; i < offset_ids; ++i) {
-            all.push_back(_columns[ids[i]].name);
-        }
-        all.insert(all.end(), result.names.begin(), result.names.end());
-        result.names = std::move(all);
     }
     return result;
 }

@@ -4,15 +4,17 @@
 // table and column names (scopes, aliases, CTEs, correlation with the enclosing query), types
 // every expression with the engine's factories (DuckDB's rules), and rewrites subqueries:
 //   - uncorrelated scalar subqueries become one-row relations joined to the query,
-//   - correlated scalar subqueries become aggregations grouped by the correlation columns
-//     (inner = outer equalities) or by the distinct values of the outer columns they read
-//     (other conditions: a dependent join), joined on them,
+//   - correlated scalar subqueries become dependent joins (LogicalKind::dependent_join): the
+//     subquery's plan reads the enclosing block's columns in its WHERE, and the optimizer pass
+//     decorrelate (decorrelate.cpp) unnests it into an aggregation grouped by the correlation
+//     and joined on it,
 //   - [NOT] EXISTS and [NOT] IN subqueries that are WHERE conjuncts become semi and anti joins,
 //   - EXISTS, IN and x op ANY/ALL elsewhere (under OR, in CASE, SELECT, HAVING) become mark
 //     joins: a BOOLEAN column per subquery, combined into SQL's three-valued answer; ANY/ALL
 //     with an ordering operator over an uncorrelated subquery compare with its min/max instead,
-//   - correlated scalar subqueries outside a WHERE comparison are left-joined on their keys; a
-//     missing group reads the select expression over no rows (count() is 0, not NULL).
+//   - a correlated scalar subquery that is an operand of a WHERE comparison may drop the outer
+//     rows without a value (an inner dependent join); elsewhere every outer row is kept (a left
+//     outer one).
 // Every error is an SqlError with the position of the offending name or operator. The work is
 // split by clause and expression kind: binder.cpp (query blocks), binder_from.cpp,
 // binder_where.cpp, binder_setop.cpp, binder_expression.cpp, binder_function.cpp and
@@ -63,17 +65,14 @@ struct Scope {
     std::vector<ColumnId> outer_references;
     /// Where outer references may appear (only WHERE, whose conjuncts can be decorrelated).
     bool outer_allowed{false};
-    /// The block's FROM relation (a correlated subquery with conditions other than equalities
-    /// copies it); it stays alive while the block is bound.
-    const LogicalNode *relation{nullptr};
     /// Set while binding the CTE of that name (a CTE cannot refer to itself).
     std::vector<std::string> binding_ctes;
 };
 
 enum class Correlation : std::uint8_t {
-    none,         ///< the block may not reference the enclosing query
-    semi_join,    ///< WHERE conjuncts referencing the enclosing query are returned (EXISTS, IN)
-    group_by_key, ///< equality conjuncts with the enclosing query become GROUP BY keys (scalar)
+    none,      ///< the block may not reference the enclosing query
+    semi_join, ///< WHERE conjuncts referencing the enclosing query are returned (EXISTS, IN)
+    dependent, ///< WHERE conjuncts may read the enclosing query (a scalar subquery: dependent join)
 };
 
 struct BoundQuery {
@@ -81,20 +80,10 @@ struct BoundQuery {
     std::vector<std::string> names; // of plan->output
     /// semi_join: conjuncts over this block's and the enclosing block's columns.
     std::vector<db::ExprPtr> correlated;
-    /// group_by_key: the enclosing block's side of each key equality, and the output column
-    /// holding this block's side (output = keys..., value).
-    std::vector<db::ExprPtr> outer_keys;
-    std::vector<ColumnId> inner_keys;
+    /// dependent: the enclosing block's columns the plan reads (empty: uncorrelated).
+    std::vector<ColumnId> correlation;
     /// The block yields exactly one row (aggregate without GROUP BY and HAVING, or no FROM).
     bool single_row{false};
-    /// group_by_key without GROUP BY and HAVING: the value of the select expression over no rows
-    /// (count() 0, other aggregates NULL), for outer rows whose key has no group.
-    db::ExprPtr empty_value;
-    /// group_by_key: the keys compare NULL-safe (NULL meets NULL) and the last key is a constant
-    /// TRUE, NULL where the enclosing block's outer join found no group.
-    bool null_safe_keys{false};
-    /// group_by_key: GROUP BY names no column besides the correlation keys (one row per key).
-    bool one_row_per_key{false};
 };
 
 /// Where a bound expression stands, for typing rules that look at the SQL text (DuckDB lets a
@@ -164,7 +153,8 @@ private:
         ColumnId output{0};
     };
 
-    /// A semi, anti, left outer or mark join of a subquery onto the block.
+    /// A semi, anti, left outer or mark join of a subquery onto the block, or a dependent join
+    /// (`right` is the dependent join without its left input, as in Block::leaves).
     struct SemiJoin {
         db::JoinKind kind{db::JoinKind::semi};
         LogicalPtr right;
@@ -175,8 +165,8 @@ private:
     /// State of one query block while it is bound.
     struct Block {
         Scope scope;
-        std::vector<LogicalPtr> leaves;           // joined below WHERE (scalar subqueries)
-        std::vector<db::ExprPtr> where_conjuncts; // incl. conjuncts of decorrelation
+        std::vector<LogicalPtr> leaves; // joined below WHERE (scalar subqueries)
+        std::vector<db::ExprPtr> where_conjuncts;
         std::vector<SemiJoin> semi_joins;
         std::vector<SemiJoin> outer_leaves;            // left and mark joins after the semi joins, in order
         std::vector<LogicalPtr> post_aggregate_leaves; // scalar subqueries of SELECT/HAVING
@@ -197,7 +187,7 @@ private:
         /// Where window functions go (nullptr: not allowed here).
         std::vector<BoundWindow> *windows{nullptr};
         const char *clause{"expression"};
-        /// The scalar subquery node that may be correlated (operand of a WHERE comparison).
+        /// The scalar subquery node whose NULL drops the row (operand of a WHERE comparison).
         const ast::Expr *decorrelatable{nullptr};
         /// Scalar subqueries go above the aggregation (SELECT, HAVING of an aggregate query).
         bool after_aggregate{false};
@@ -251,7 +241,8 @@ private:
     Bound bind_bool(const ast::BoolExpr &expression, ast::Location location, Context &context);
     Bound bind_type_cast(const ast::TypeCast &cast, ast::Location location, Context &context);
     Bound bind_case(const ast::CaseExpr &expression, ast::Location location, Context &context);
-    Bound bind_nullif(const ast::Expr &left, const ast::Expr &right, ast::Location location, Context &context);
+    Bound bind_nullif(const ast::Expr &left, const ast::Expr &right, ast::Location location,
+                      Context &context);
     db::ExprPtr compare(db::CompareOp op, Bound left, Bound right, std::int64_t location);
     Bound arithmetic(db::ArithmeticOp op, Bound left, Bound right, std::int64_t location);
     /// A string literal compared with a non-string takes the other type (DuckDB).
@@ -276,8 +267,8 @@ private:
 
     // binder_subquery.cpp: subqueries in expressions
     Bound bind_sublink(const ast::Expr &node, Context &context);
-    /// A scalar subquery (`node` is its SubLink) as a value: a one-row relation, or a grouped
-    /// aggregation joined on the correlation keys.
+    /// A scalar subquery (`node` is its SubLink) as a value: a one-row relation, or a dependent
+    /// join when it is correlated.
     Bound bind_scalar_subquery(const ast::Expr &node, Context &context);
     /// SELECT agg(...) without GROUP BY, HAVING, LIMIT: exactly one row.
     static bool single_row_aggregate(const ast::SelectStmt &select);
@@ -290,9 +281,6 @@ private:
     /// the enclosing block's columns as its GROUP BY keys.
     std::vector<db::ExprPtr> correlate(std::vector<db::ExprPtr> conjuncts, Context &context,
                                        std::int64_t location);
-    /// The value of `expression` (over aggregate outputs and keys) over no rows.
-    db::ExprPtr value_over_no_rows(const db::ExprPtr &expression, const AggregateState &state,
-                                   std::int64_t location);
 
     const Source &_source;
     db::Catalog &_catalog;

@@ -1,5 +1,6 @@
 // Subqueries in expressions: EXISTS, IN and ANY/ALL as mark joins or aggregates, scalar
-// subqueries as one-row relations or decorrelated aggregations.
+// subqueries as one-row relations or, correlated, dependent joins (the optimizer pass
+// decorrelate unnests them).
 
 #include <algorithm>
 #include <cctype>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -94,52 +96,6 @@ std::vector<db::ExprPtr> Binder::correlate(std::vector<db::ExprPtr> conjuncts, C
         });
     }
     return conjuncts;
-}
-
-db::ExprPtr Binder::value_over_no_rows(const db::ExprPtr &expression, const AggregateState &state,
-                                       std::int64_t location) {
-    // Evaluated once over a one-row batch: count() reads 0, every other aggregate and key NULL.
-    const std::vector<ColumnId> ids = columns_of(*expression);
-    db::Batch batch;
-    batch.rows = 1;
-    for (const ColumnId id : ids) {
-        const db::Type type = _columns[id].type;
-        db::Vector column(type, 1);
-        switch (type.physical()) {
-        case db::PhysicalType::u8:
-            column.mutable_data<std::uint8_t>()[0] = 0;
-            break;
-        case db::PhysicalType::i64:
-            column.mutable_data<std::int64_t>()[0] = 0;
-            break;
-        case db::PhysicalType::f64:
-            column.mutable_data<double>()[0] = 0.0;
-            break;
-        case db::PhysicalType::i128:
-            column.mutable_data<db::Int128>()[0] = 0;
-            break;
-        case db::PhysicalType::string:
-            column.mutable_data<db::StringRef>()[0] = db::StringRef{};
-            break;
-        }
-        const bool count = std::any_of(state.aggregates.begin(), state.aggregates.end(), [&](const auto &a) {
-            return a.output == id && (a.function == db::AggregateFunction::count_star ||
-                                      a.function == db::AggregateFunction::count ||
-                                      a.function == db::AggregateFunction::count_distinct);
-        });
-        if (!count) {
-            column.set_null(0);
-        }
-        batch.columns.push_back(std::move(column));
-    }
-    const db::ExprPtr local = db::expr::remap_columns(expression, [&](std::uint32_t id) {
-        return static_cast<std::uint32_t>(std::find(ids.begin(), ids.end(), id) - ids.begin());
-    });
-    db::Vector out;
-    if (const db::EvalStatus status = db::evaluate(*local, batch, out); !status) {
-        fail("correlated subquery: its value over no rows fails: " + std::string(status.message()), location);
-    }
-    return db::expr::constant(out.value(0));
 }
 
 Bound Binder::bind_quantified(const ast::Expr &node, bool all, Context &context) {
@@ -386,20 +342,18 @@ Bound Binder::bind_scalar_subquery(const ast::Expr &node, Context &context) {
     const std::int64_t location = node.location;
     Block &block = *context.block;
     const ast::SelectStmt &subselect = *node.get<ast::SubLink>().query;
-    BoundQuery bound = bind_select(subselect, context.scope, Correlation::group_by_key);
-    const std::size_t keys = bound.inner_keys.size();
-    if (bound.plan->output.size() != keys + 1) {
+    BoundQuery bound = bind_select(subselect, context.scope, Correlation::dependent);
+    if (bound.plan->output.size() != 1) {
         fail("subquery must return only one column", location);
     }
-    const ColumnId value = bound.plan->output[keys];
+    const ColumnId value = bound.plan->output.front();
     Bound result;
     result.location = location;
     result.expr = _columns.ref(value);
-    if (keys == 0) {
+    if (bound.correlation.empty()) {
         if (!bound.single_row) {
             fail("scalar subqueries must be aggregates without GROUP BY (TunaDB cannot prove that this one "
-                 "returns "
-                 "at most one row)",
+                 "returns at most one row)",
                  location);
         }
         (context.after_aggregate ? block.post_aggregate_leaves : block.leaves)
@@ -409,59 +363,31 @@ Bound Binder::bind_scalar_subquery(const ast::Expr &node, Context &context) {
     if (!contains_aggregate(subselect)) {
         fail("correlated scalar subqueries must compute an aggregate", location);
     }
-    if (!bound.one_row_per_key) {
-        // Several rows per correlation value would be an error, which TunaDB does not check.
-        fail("correlated scalar subqueries may GROUP BY only their correlation columns", location);
-    }
-    std::vector<db::ExprPtr> condition;
-    for (std::size_t i = 0; i < keys; ++i) {
-        const db::ExprPtr outer_key = bound.outer_keys[i];
-        const db::ExprPtr inner_key = _columns.ref(bound.inner_keys[i]);
-        try {
-            if (bound.null_safe_keys && outer_key->kind() != db::ExprKind::constant) {
-                // NULL-safe and still hash keys: coalesce(x, zero) = coalesce(y, zero) AND
-                // (x IS NULL) = (y IS NULL).
-                db::Value zero = db::Value::null_of(outer_key->type());
-                zero.null = false;
-                condition.push_back(
-                    db::expr::equal(db::expr::coalesce({outer_key, db::expr::constant(zero)}),
-                                    db::expr::coalesce({inner_key, db::expr::constant(zero)})));
-                condition.push_back(
-                    db::expr::equal(db::expr::is_null(outer_key), db::expr::is_null(inner_key)));
-            } else {
-                condition.push_back(db::expr::equal(outer_key, inner_key));
+    if (context.after_aggregate) {
+        // Above the aggregation the enclosing block's rows are groups: the correlation reads
+        // their GROUP BY keys (only WHERE conjuncts, hence filters, read the enclosing block).
+        const std::function<void(LogicalNode &)> regroup = [&](LogicalNode &plan) {
+            if (plan.kind == LogicalKind::filter) {
+                plan.conjuncts = correlate(std::move(plan.conjuncts), context, location);
             }
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
+            for (auto &child : plan.children) {
+                regroup(*child);
+            }
+        };
+        regroup(*bound.plan);
     }
-    const bool empty_is_null =
-        bound.empty_value == nullptr ||
-        (bound.empty_value->kind() == db::ExprKind::constant && bound.empty_value->value().null);
-    // An operand of a WHERE comparison: an inner join on the keys drops the rows without a
-    // group, as the comparison with NULL would.
-    const bool decorrelatable = context.decorrelatable == &node;
-    if (decorrelatable && !context.after_aggregate && empty_is_null) {
-        block.leaves.push_back(std::move(bound.plan));
-        block.where_conjuncts.insert(block.where_conjuncts.end(), condition.begin(), condition.end());
-        return result;
-    }
-    // Elsewhere: left-joined on the keys; an outer row without a group reads the select
-    // expression over no rows (count() is 0 there, not NULL: the "count bug").
-    for (ColumnId id : bound.plan->output) {
-        _columns[id].nullable = true;
-    }
-    const ColumnId key = bound.null_safe_keys ? bound.inner_keys.back() : bound.inner_keys.front();
-    (context.after_aggregate ? block.post_aggregate_joins : block.outer_leaves)
-        .push_back(SemiJoin{db::JoinKind::left_outer, std::move(bound.plan),
-                            correlate(std::move(condition), context, location), 0});
-    if (!empty_is_null) {
-        try {
-            result.expr =
-                db::expr::case_when({{db::expr::is_null(_columns.ref(key)), bound.empty_value}}, result.expr);
-        } catch (const db::TypeError &error) {
-            fail(error.what(), location);
-        }
+    // An outer row without a subquery row reads NULL or, after decorrelation, the value over no
+    // rows (count() 0).
+    _columns[value].nullable = true;
+    // An operand of a WHERE comparison: a NULL value drops the row anyway.
+    const bool drops_null = context.decorrelatable == &node && !context.after_aggregate;
+    LogicalPtr join = make_dependent_join(drops_null ? db::JoinKind::inner : db::JoinKind::left_outer,
+                                          nullptr, std::move(bound.plan));
+    if (drops_null) {
+        block.leaves.push_back(std::move(join));
+    } else {
+        (context.after_aggregate ? block.post_aggregate_joins : block.outer_leaves)
+            .push_back(SemiJoin{db::JoinKind::left_outer, std::move(join), {}, 0});
     }
     return result;
 }

@@ -26,7 +26,9 @@ std::vector<const ast::Expr *> Binder::split_and(const ast::Expr &node, int dept
 
 LogicalPtr Binder::join_and_filter(LogicalPtr tree, Block &block) {
     for (auto &leaf : block.leaves) {
-        tree = make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
+        tree = leaf->kind == LogicalKind::dependent_join
+                   ? attach_dependent(std::move(tree), std::move(leaf))
+                   : make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
     }
     for (auto &semi : block.semi_joins) {
         tree = make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
@@ -40,6 +42,10 @@ LogicalPtr Binder::join_and_filter(LogicalPtr tree, Block &block) {
 
 LogicalPtr Binder::apply_joins(LogicalPtr tree, std::vector<SemiJoin> &joins) {
     for (auto &join : joins) {
+        if (join.right->kind == LogicalKind::dependent_join) {
+            tree = attach_dependent(std::move(tree), std::move(join.right));
+            continue;
+        }
         tree =
             join.kind == db::JoinKind::mark
                 ? make_mark_join(std::move(tree), std::move(join.right), std::move(join.conjuncts), join.mark)
@@ -178,8 +184,8 @@ void Binder::bind_where_conjunct(const ast::Expr &node, Block &block) {
     context.scope = &block.scope;
     context.block = &block;
     context.clause = "WHERE";
-    // A correlated scalar subquery can be decorrelated when it is an operand of a comparison
-    // that is a WHERE conjunct (a missing group then drops the row, as NULL would).
+    // A correlated scalar subquery that is an operand of a comparison that is a WHERE conjunct
+    // is an inner dependent join: a row whose value is NULL is dropped anyway.
     if (const auto *op = node.as<ast::Operator>()) {
         if (op->right != nullptr && op->right->is<ast::SubLink>()) {
             context.decorrelatable = op->right.get();

@@ -1,6 +1,9 @@
 #include "logical.h"
 
 #include <algorithm>
+#include <utility>
+
+#include <mx/util/assert.h>
 
 namespace mx::sql::detail {
 
@@ -55,6 +58,36 @@ LogicalPtr make_mark_join(LogicalPtr left, LogicalPtr right, std::vector<db::Exp
     node->mark = mark;
     node->output.push_back(mark);
     return node;
+}
+
+LogicalPtr make_dependent_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right) {
+    MX_ASSERT(kind == db::JoinKind::inner || kind == db::JoinKind::left_outer,
+              "a dependent join keeps or drops the rows without a subquery value");
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::dependent_join;
+    node->join_kind = kind;
+    node->output = right->output;
+    node->children.push_back(std::move(right));
+    if (left != nullptr) {
+        return attach_dependent(std::move(left), std::move(node));
+    }
+    return node;
+}
+
+LogicalPtr attach_dependent(LogicalPtr tree, LogicalPtr join) {
+    MX_ASSERT(join->kind == LogicalKind::dependent_join && join->children.size() == 1,
+              "only a dependent join without a left input gets one");
+    join->output.insert(join->output.begin(), tree->output.begin(), tree->output.end());
+    // The left input first: appended, then swapped with the subquery.
+    join->children.push_back(std::move(tree));
+    std::swap(join->children.front(), join->children.back());
+    return join;
+}
+
+bool contains_dependent_join(const LogicalNode &node) noexcept {
+    return node.kind == LogicalKind::dependent_join ||
+           std::any_of(node.children.begin(), node.children.end(),
+                       [](const LogicalPtr &child) { return contains_dependent_join(*child); });
 }
 
 LogicalPtr clone_plan(const LogicalNode &node) {

@@ -53,6 +53,14 @@ private:
 /// union_all: the rows of every child; output[i] is children[c]->output[i] of whichever child
 /// the row came from (the children agree in column count and types). repeat: every row of the
 /// child expressions[0] times (INTERSECT ALL / EXCEPT ALL), output = the child's.
+/// dependent_join: a correlated scalar subquery (Neumann and Kemper's dependent join): for every
+/// row of children[0], children[1] evaluated with that row's values of the columns it reads from
+/// children[0] (its correlation), which yields one row (an aggregate without GROUP BY) or at most
+/// one (grouped by correlation columns only); output = the left's columns, then the right's.
+/// join_kind inner: a left row whose subquery value is NULL may be dropped (the value is an
+/// operand of a WHERE comparison); left_outer: every left row is kept. Only the binder creates
+/// it and the optimizer pass decorrelate replaces it by ordinary joins; no later pass and no
+/// physical plan sees one.
 enum class LogicalKind : std::uint8_t {
     get,
     filter,
@@ -63,7 +71,8 @@ enum class LogicalKind : std::uint8_t {
     limit,
     union_all,
     repeat,
-    window
+    window,
+    dependent_join
 };
 
 /// One window function of a window node (all share the node's PARTITION BY / ORDER BY).
@@ -159,6 +168,12 @@ struct LogicalNode {
                                       std::vector<ColumnId> output);
 [[nodiscard]] LogicalPtr make_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right,
                                    std::vector<db::ExprPtr> conjuncts);
+/// A dependent join of `right` (a correlated scalar subquery) onto `left` (see LogicalKind::
+/// dependent_join). `left` may be null: the binder fills it in when it assembles the block
+/// (attach_dependent).
+[[nodiscard]] LogicalPtr make_dependent_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right);
+/// Makes `tree` the left input of the dependent join `join` that has none yet and returns it.
+[[nodiscard]] LogicalPtr attach_dependent(LogicalPtr tree, LogicalPtr join);
 /// A mark join: every left row, plus `mark` (whether some right row satisfies `conjuncts`).
 [[nodiscard]] LogicalPtr make_mark_join(LogicalPtr left, LogicalPtr right, std::vector<db::ExprPtr> conjuncts,
                                         ColumnId mark);
@@ -183,6 +198,8 @@ struct LogicalNode {
 void split_conjuncts(const db::ExprPtr &expression, std::vector<db::ExprPtr> &out);
 /// Structural equality (same operators, constants, column ids and types).
 [[nodiscard]] bool same_expression(const db::Expr &a, const db::Expr &b);
+/// Whether some node of the plan is a dependent join.
+[[nodiscard]] bool contains_dependent_join(const LogicalNode &node) noexcept;
 /// Whether the expression is the constant TRUE.
 [[nodiscard]] bool is_true(const db::Expr &expression) noexcept;
 /// Whether the expression is the constant FALSE or NULL (a filter that keeps nothing).

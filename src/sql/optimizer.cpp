@@ -18,6 +18,9 @@ namespace {
 
 // In the order they run; the index of each entry is its detail::Pass value.
 constexpr std::array<OptimizerPass, detail::pass_count> passes{{
+    {"decorrelate", true,
+     "unnest correlated scalar subqueries (dependent joins) into aggregations grouped by the "
+     "correlation and joined on it (off: such queries fail)"},
     {"fold", true, "split conjunctions, factor conditions shared by all branches of an OR, drop TRUE"},
     {"pushdown", true, "move conditions and semi/anti joins as close to the scans as their columns allow"},
     {"magic_sets", true,
@@ -37,6 +40,7 @@ constexpr std::array<OptimizerPass, detail::pass_count> passes{{
      "prefetch a highly selective scan's predicate columns entirely, the others per row"},
 }};
 
+static_assert(passes[static_cast<std::size_t>(detail::Pass::decorrelate)].name == "decorrelate");
 static_assert(passes[static_cast<std::size_t>(detail::Pass::fold)].name == "fold");
 static_assert(passes[static_cast<std::size_t>(detail::Pass::estimates)].name == "estimates");
 static_assert(passes[static_cast<std::size_t>(detail::Pass::scan_prefetch)].name == "scan_prefetch");
@@ -361,6 +365,16 @@ LogicalPtr Optimizer::optimize(LogicalPtr root) {
     _notes.push_back(passes_note());
     if (enabled(Pass::join_order) && _options.join_order == JoinOrder::greedy) {
         _notes.emplace_back("join order: greedy");
+    }
+    // decorrelate: before everything else, which sees ordinary joins only.
+    if (contains_dependent_join(*root)) {
+        if (!enabled(Pass::decorrelate)) {
+            throw SqlError("a correlated scalar subquery (a dependent join) needs the optimizer pass "
+                           "'decorrelate', which is switched off");
+        }
+        const std::size_t unnested = decorrelate(root, _columns);
+        _notes.push_back("decorrelate: unnested " + std::to_string(unnested) + " dependent join" +
+                         (unnested == 1 ? "" : "s"));
     }
     register_base(*root);
     // fold, pushdown, magic_sets, equivalences, join_order: per join region, bottom-up.
@@ -1674,6 +1688,9 @@ void Optimizer::estimate(LogicalNode &node) {
         for (const auto &function : node.windows) {
             _columns[function.output].distinct = std::max(node.rows, 1.0);
         }
+        break;
+    case LogicalKind::dependent_join:
+        MX_ASSERT(false, "the pass decorrelate replaces every dependent join");
         break;
     case LogicalKind::sort:
     case LogicalKind::limit: {

@@ -4,6 +4,9 @@
 // passes that run in this order (optimizer_passes() in include/mx/sql/database.h lists them;
 // OptimizerOptions::disabled_passes switches the optional ones off; EXPLAIN names the passes
 // that ran and those that were off):
+//   decorrelate      unnests the binder's dependent joins (correlated scalar subqueries) into
+//                    aggregations grouped by the correlation and joined on it (decorrelate.cpp);
+//                    off, a query with a correlated scalar subquery fails with an error,
 //   fold             splits conjunctions, factors conditions every branch of an OR shares (a
 //                    join key hidden in an OR, TPC-H Q19) and drops TRUE conjuncts (the
 //                    expression factories fold constant subtrees already),
@@ -85,6 +88,7 @@ inline constexpr std::size_t dp_join_max_relations = 10;
 
 /// The passes in the order they run; the values index optimizer_passes().
 enum class Pass : std::uint8_t {
+    decorrelate,
     fold,
     pushdown,
     magic_sets,
@@ -96,7 +100,12 @@ enum class Pass : std::uint8_t {
     bloom_filters,
     scan_prefetch,
 };
-inline constexpr std::size_t pass_count = 10;
+inline constexpr std::size_t pass_count = 11;
+
+/// The pass decorrelate (decorrelate.cpp): replaces every dependent join of the plan by ordinary
+/// joins and returns how many it replaced. Throws SqlError naming what a correlated subquery
+/// uses that it cannot unnest.
+std::size_t decorrelate(LogicalPtr &root, ColumnRegistry &columns);
 
 class Optimizer {
 public:

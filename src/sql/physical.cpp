@@ -474,6 +474,9 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
         result.plan->estimated_rows = node.rows;
         return pruned(std::move(result), required, node.rows, prune);
     }
+    case LogicalKind::dependent_join:
+        throw std::logic_error(
+            "planner: a dependent join remains (the optimizer pass decorrelate unnests them)");
     case LogicalKind::limit: {
         Result child = build(*node.children[0], required);
         result.layout = child.layout;

@@ -111,9 +111,9 @@ struct OptimizerPass {
     std::string_view description;
 };
 
-/// The optimizer's passes in the order they run: fold, pushdown, magic_sets, equivalences,
-/// join_order, estimates, right_semi_joins, right_outer_joins, bloom_filters, scan_prefetch
-/// (docs/design/sql.md describes them).
+/// The optimizer's passes in the order they run: decorrelate, fold, pushdown, magic_sets,
+/// equivalences, join_order, estimates, right_semi_joins, right_outer_joins, bloom_filters,
+/// scan_prefetch (docs/design/sql.md describes them).
 [[nodiscard]] std::span<const OptimizerPass> optimizer_passes() noexcept;
 
 /// Which optimizer passes run (for tests and comparisons: switching an optional pass off keeps

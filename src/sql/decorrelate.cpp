@@ -1,0 +1,522 @@
+// The optimizer pass decorrelate: unnests the binder's dependent joins (correlated scalar
+// subqueries) into ordinary joins, after Neumann and Kemper, "Unnesting Arbitrary Queries"
+// (BTW 2015). The dependent join is pushed down the subquery's plan to the filter that reads the
+// outer columns; on the way up every node carries the correlation along as extra columns (the
+// keys): an aggregation groups by them as well, a projection passes them through. At the filter:
+//   - when its conditions on the outer columns are equalities outer expression = inner
+//     expression, the inner expressions are the keys (the domain of the outer values is
+//     implied by them, no copy of the outer side is needed),
+//   - otherwise the keys are the distinct values of the outer columns the subquery reads,
+//     computed from a copy of the outer side (the magic set / domain), joined to the filter's
+//     input, and the conditions read them in place of the outer columns; as a NULL outer value
+//     can have rows (u.c < t.c OR u.b = t.a), these keys compare NULL-safe.
+// The outer side is then joined with the result on outer expression = key: an inner join where
+// the binder says a row without a value may be dropped and no value is lost, else a left outer
+// join, whose rows without a group read the subquery's value over no rows (count() is 0, not
+// NULL: the count bug).
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <mx/util/assert.h>
+
+#include "optimizer.h"
+
+namespace mx::sql::detail {
+
+namespace {
+
+/// The correlation carried up the subquery's plan: `outer` over the outer side's columns
+/// equals `inner` over the plan's output.
+struct Key {
+    db::ExprPtr outer;
+    db::ExprPtr inner;
+};
+
+struct Unnested {
+    LogicalPtr plan;
+    std::vector<Key> keys;
+    /// The keys compare NULL-safe; the last one is the constant TRUE (a row met a group).
+    bool null_safe{false};
+    /// The plan yields at most one row per key.
+    bool one_row{false};
+};
+
+/// A column's values of one row, for the subquery's value over no rows.
+using Row = std::map<ColumnId, db::Value>;
+
+db::Vector one_value(const db::Value &value) {
+    db::Vector column(value.type, 1);
+    switch (value.type.physical()) {
+    case db::PhysicalType::u8:
+        column.mutable_data<std::uint8_t>()[0] = static_cast<std::uint8_t>(value.i64);
+        break;
+    case db::PhysicalType::i64:
+        column.mutable_data<std::int64_t>()[0] = value.i64;
+        break;
+    case db::PhysicalType::f64:
+        column.mutable_data<double>()[0] = value.f64;
+        break;
+    case db::PhysicalType::i128:
+        column.mutable_data<db::Int128>()[0] = value.i128;
+        break;
+    case db::PhysicalType::string:
+        column.mutable_data<db::StringRef>()[0] = value.null ? db::StringRef{} : column.heap().add(value.str);
+        break;
+    }
+    if (value.null) {
+        column.set_null(0);
+    }
+    return column;
+}
+
+class Decorrelator {
+public:
+    explicit Decorrelator(ColumnRegistry &columns) : _columns(columns) {}
+
+    LogicalPtr run(LogicalPtr node) {
+        for (auto &child : node->children) {
+            child = run(std::move(child));
+        }
+        if (node->kind != LogicalKind::dependent_join) {
+            return node;
+        }
+        ++_unnested;
+        return unnest_join(std::move(node));
+    }
+
+    [[nodiscard]] std::size_t unnested() const noexcept { return _unnested; }
+
+private:
+    [[noreturn]] static void unsupported(const std::string &what) {
+        throw SqlError(what + " (in a correlated scalar subquery) is not supported");
+    }
+
+    [[nodiscard]] bool reads_outer(const db::Expr &expression) const {
+        const auto ids = columns_of(expression);
+        return std::any_of(ids.begin(), ids.end(), [&](ColumnId id) { return _outer.count(id) > 0; });
+    }
+    [[nodiscard]] bool any_reads_outer(const std::vector<db::ExprPtr> &expressions) const {
+        return std::any_of(expressions.begin(), expressions.end(),
+                           [&](const db::ExprPtr &e) { return e != nullptr && reads_outer(*e); });
+    }
+    /// Whether the node itself (not its children) reads an outer column.
+    [[nodiscard]] bool node_reads_outer(const LogicalNode &node) const {
+        if (any_reads_outer(node.conjuncts) || any_reads_outer(node.expressions) ||
+            any_reads_outer(node.groups) || any_reads_outer(node.left_keys) ||
+            any_reads_outer(node.right_keys)) {
+            return true;
+        }
+        const auto outer = [&](ColumnId id) { return _outer.count(id) > 0; };
+        return std::any_of(node.aggregates.begin(), node.aggregates.end(),
+                           [&](const LogicalAggregate &a) {
+                               return a.argument != nullptr && reads_outer(*a.argument);
+                           }) ||
+               std::any_of(node.partition.begin(), node.partition.end(), outer) ||
+               std::any_of(node.windows.begin(), node.windows.end(), [&](const LogicalWindowFunction &w) {
+                   return (w.argument.has_value() && outer(*w.argument)) ||
+                          (w.default_value.has_value() && outer(*w.default_value));
+               });
+    }
+    [[nodiscard]] bool subtree_reads_outer(const LogicalNode &node) const {
+        return node_reads_outer(node) ||
+               std::any_of(node.children.begin(), node.children.end(),
+                           [&](const LogicalPtr &child) { return subtree_reads_outer(*child); });
+    }
+
+    /// The columns the subquery's plan reads from the outer side (whose output is `left`).
+    void collect_outer(const LogicalNode &node, const std::set<ColumnId> &left) {
+        const auto add = [&](const db::ExprPtr &e) {
+            if (e != nullptr) {
+                for (ColumnId id : columns_of(*e)) {
+                    if (left.count(id) > 0) {
+                        _outer.insert(id);
+                    }
+                }
+            }
+        };
+        for (const auto *list :
+             {&node.conjuncts, &node.expressions, &node.groups, &node.left_keys, &node.right_keys}) {
+            std::for_each(list->begin(), list->end(), add);
+        }
+        for (const auto &aggregate : node.aggregates) {
+            add(aggregate.argument);
+        }
+        for (const auto &child : node.children) {
+            collect_outer(*child, left);
+        }
+    }
+
+    db::ExprPtr evaluate_over(const db::ExprPtr &expression, const Row &row) const {
+        const std::vector<ColumnId> ids = columns_of(*expression);
+        db::Batch batch;
+        batch.rows = 1;
+        for (const ColumnId id : ids) {
+            const auto it = row.find(id);
+            batch.columns.push_back(
+                one_value(it == row.end() ? db::Value::null_of(_columns[id].type) : it->second));
+        }
+        const db::ExprPtr local = db::expr::remap_columns(expression, [&](std::uint32_t id) {
+            return static_cast<std::uint32_t>(std::find(ids.begin(), ids.end(), id) - ids.begin());
+        });
+        db::Vector out;
+        if (const db::EvalStatus status = db::evaluate(*local, batch, out); !status) {
+            throw SqlError("correlated subquery: its value over no rows fails: " +
+                           std::string(status.message()));
+        }
+        return db::expr::constant(out.value(0));
+    }
+
+    /// The row the subquery's plan yields for an outer row without inner rows (count() 0, every
+    /// other aggregate NULL), or none. Columns not in the row read NULL.
+    std::optional<Row> row_over_no_input(const LogicalNode &node) const {
+        switch (node.kind) {
+        case LogicalKind::aggregate: {
+            if (node.groups.empty()) {
+                Row row;
+                for (const auto &aggregate : node.aggregates) {
+                    const bool count = aggregate.function == db::AggregateFunction::count_star ||
+                                       aggregate.function == db::AggregateFunction::count ||
+                                       aggregate.function == db::AggregateFunction::count_distinct;
+                    row[aggregate.output] =
+                        count ? db::Value::bigint(0) : db::Value::null_of(_columns[aggregate.output].type);
+                }
+                return row;
+            }
+            if (!node.aggregates.empty()) {
+                return std::nullopt;
+            }
+            // DISTINCT: its one row has the child's values.
+            auto child = row_over_no_input(*node.children[0]);
+            if (!child.has_value()) {
+                return std::nullopt;
+            }
+            Row row;
+            for (std::size_t i = 0; i < node.groups.size(); ++i) {
+                row[node.output[i]] = evaluate_over(node.groups[i], *child)->value();
+            }
+            return row;
+        }
+        case LogicalKind::project: {
+            auto child = row_over_no_input(*node.children[0]);
+            if (!child.has_value()) {
+                return std::nullopt;
+            }
+            Row row;
+            for (std::size_t i = 0; i < node.expressions.size(); ++i) {
+                row[node.output[i]] = evaluate_over(node.expressions[i], *child)->value();
+            }
+            return row;
+        }
+        case LogicalKind::filter: {
+            auto child = row_over_no_input(*node.children[0]);
+            for (const auto &conjunct : node.conjuncts) {
+                if (child.has_value() && !is_true(*evaluate_over(conjunct, *child))) {
+                    return std::nullopt;
+                }
+            }
+            return child;
+        }
+        case LogicalKind::join:
+        case LogicalKind::sort:
+            // Joins above the aggregation (scalar subqueries of its select list) keep its row; the
+            // joined columns read NULL.
+            return row_over_no_input(*node.children[0]);
+        default:
+            return std::nullopt;
+        }
+    }
+
+    /// The subquery's plan with the correlation as extra output columns (the keys), no longer
+    /// reading the outer side. `left`: the outer side (copied for a domain).
+    Unnested unnest(LogicalPtr node, const LogicalNode &left) {
+        switch (node->kind) {
+        case LogicalKind::filter:
+            return unnest_filter(std::move(node), left);
+        case LogicalKind::aggregate: {
+            if (node_reads_outer(*node)) {
+                unsupported("an aggregate or GROUP BY key over a column of the enclosing query");
+            }
+            Unnested below = unnest(std::move(node->children[0]), left);
+            // The keys group first; a GROUP BY key that is a correlation key is that key.
+            std::vector<db::ExprPtr> groups;
+            std::vector<ColumnId> ids;
+            std::vector<bool> matched(node->groups.size(), false);
+            for (auto &key : below.keys) {
+                std::optional<ColumnId> id;
+                for (std::size_t g = 0; g < node->groups.size() && !id.has_value(); ++g) {
+                    if (!matched[g] && same_expression(*node->groups[g], *key.inner)) {
+                        matched[g] = true;
+                        id = node->output[g];
+                    }
+                }
+                if (!id.has_value()) {
+                    const auto key_ids = columns_of(*key.inner);
+                    id = _columns.add(key_ids.empty() ? "key" : _columns[key_ids.front()].name,
+                                      key.inner->type(), true);
+                }
+                groups.push_back(key.inner);
+                ids.push_back(*id);
+                key.inner = _columns.ref(*id);
+            }
+            const bool key_groups_only =
+                std::all_of(matched.begin(), matched.end(), [](bool m) { return m; });
+            for (std::size_t g = 0; g < node->groups.size(); ++g) {
+                if (!matched[g]) {
+                    groups.push_back(node->groups[g]);
+                    ids.push_back(node->output[g]);
+                }
+            }
+            below.plan = make_aggregate(std::move(below.plan), std::move(groups), std::move(ids),
+                                        std::move(node->aggregates));
+            below.one_row = below.one_row || key_groups_only;
+            return below;
+        }
+        case LogicalKind::project: {
+            if (node_reads_outer(*node)) {
+                unsupported("a select expression over a column of the enclosing query");
+            }
+            Unnested below = unnest(std::move(node->children[0]), left);
+            std::vector<db::ExprPtr> expressions;
+            std::vector<ColumnId> ids;
+            for (auto &key : below.keys) {
+                const auto key_ids = columns_of(*key.inner);
+                const ColumnId id = _columns.add(key_ids.empty() ? "key" : _columns[key_ids.front()].name,
+                                                 key.inner->type(), true);
+                expressions.push_back(key.inner);
+                ids.push_back(id);
+                key.inner = _columns.ref(id);
+            }
+            expressions.insert(expressions.end(), node->expressions.begin(), node->expressions.end());
+            ids.insert(ids.end(), node->output.begin(), node->output.end());
+            below.plan = make_project(std::move(below.plan), std::move(expressions), std::move(ids));
+            return below;
+        }
+        case LogicalKind::join: {
+            const bool left_reads = subtree_reads_outer(*node->children[0]);
+            const bool right_reads = subtree_reads_outer(*node->children[1]);
+            if (node_reads_outer(*node) || (left_reads && right_reads) ||
+                (right_reads && node->join_kind != db::JoinKind::inner)) {
+                unsupported("a join condition over a column of the enclosing query");
+            }
+            const std::size_t side = left_reads ? 0 : 1;
+            Unnested below = unnest(std::move(node->children[side]), left);
+            node->children[side] = std::move(below.plan);
+            node->output = node->children[0]->output;
+            if (node->join_kind == db::JoinKind::inner || node->join_kind == db::JoinKind::left_outer ||
+                node->join_kind == db::JoinKind::full_outer) {
+                node->output.insert(node->output.end(), node->children[1]->output.begin(),
+                                    node->children[1]->output.end());
+            } else if (node->join_kind == db::JoinKind::mark) {
+                node->output.push_back(node->mark);
+            }
+            below.plan = std::move(node);
+            return below;
+        }
+        case LogicalKind::sort: {
+            if (node->limit.has_value() || node->offset > 0) {
+                unsupported("LIMIT or OFFSET");
+            }
+            Unnested below = unnest(std::move(node->children[0]), left);
+            below.plan = make_sort(std::move(below.plan), std::move(node->sort_keys));
+            return below;
+        }
+        case LogicalKind::limit:
+            unsupported("LIMIT or OFFSET");
+        case LogicalKind::window:
+            unsupported("a window function");
+        case LogicalKind::union_all:
+        case LogicalKind::repeat:
+            unsupported("a set operation");
+        case LogicalKind::get:
+        case LogicalKind::dependent_join:
+            break;
+        }
+        unsupported("a reference to a column of the enclosing query outside WHERE");
+    }
+
+    Unnested unnest_filter(LogicalPtr node, const LogicalNode &left) {
+        std::vector<db::ExprPtr> local;
+        std::vector<db::ExprPtr> correlated;
+        for (auto &conjunct : node->conjuncts) {
+            (reads_outer(*conjunct) ? correlated : local).push_back(std::move(conjunct));
+        }
+        if (subtree_reads_outer(*node->children[0])) {
+            if (!correlated.empty()) {
+                unsupported("a correlation in two places");
+            }
+            Unnested below = unnest(std::move(node->children[0]), left);
+            below.plan = make_filter(std::move(below.plan), std::move(local));
+            return below;
+        }
+        const auto outer_only = [&](const std::vector<ColumnId> &ids) {
+            return !ids.empty() &&
+                   std::all_of(ids.begin(), ids.end(), [&](ColumnId id) { return _outer.count(id) > 0; });
+        };
+        const auto inner_only = [&](const std::vector<ColumnId> &ids) {
+            return !ids.empty() &&
+                   std::none_of(ids.begin(), ids.end(), [&](ColumnId id) { return _outer.count(id) > 0; });
+        };
+        Unnested result;
+        bool equalities = true;
+        for (const auto &conjunct : correlated) {
+            bool ok =
+                conjunct->kind() == db::ExprKind::compare && conjunct->compare_op() == db::CompareOp::equal;
+            if (ok) {
+                const auto a = columns_of(conjunct->child(0));
+                const auto b = columns_of(conjunct->child(1));
+                if (outer_only(a) && inner_only(b)) {
+                    result.keys.push_back(Key{conjunct->children()[0], conjunct->children()[1]});
+                } else if (outer_only(b) && inner_only(a)) {
+                    result.keys.push_back(Key{conjunct->children()[1], conjunct->children()[0]});
+                } else {
+                    ok = false;
+                }
+            }
+            equalities = equalities && ok;
+        }
+        LogicalPtr input = std::move(node->children[0]);
+        if (!equalities) {
+            // The domain: the distinct outer values the subquery reads (and TRUE, which tells the
+            // outer join's rows that met a group), joined to the filter's input; the conditions
+            // read them in place of the outer columns.
+            result.keys.clear();
+            std::vector<db::ExprPtr> groups;
+            std::vector<ColumnId> group_ids;
+            std::map<ColumnId, ColumnId> to_domain;
+            for (const ColumnId id : _outer) {
+                groups.push_back(_columns.ref(id));
+                group_ids.push_back(_columns.add(_columns[id].name, _columns[id].type, true));
+                to_domain[id] = group_ids.back();
+                result.keys.push_back(Key{_columns.ref(id), _columns.ref(group_ids.back())});
+            }
+            const ColumnId present = _columns.add("present", db::Type::boolean(), true);
+            groups.push_back(db::expr::constant(db::Value::boolean(true)));
+            group_ids.push_back(present);
+            result.keys.push_back(Key{db::expr::constant(db::Value::boolean(true)), _columns.ref(present)});
+            result.null_safe = true;
+            input =
+                make_join(db::JoinKind::inner, std::move(input),
+                          make_aggregate(clone_plan(left), std::move(groups), std::move(group_ids), {}), {});
+            for (const auto &conjunct : correlated) {
+                local.push_back(db::expr::remap_columns(conjunct, [&](std::uint32_t id) {
+                    const auto it = to_domain.find(id);
+                    return it == to_domain.end() ? id : it->second;
+                }));
+            }
+        }
+        result.plan = local.empty() ? std::move(input) : make_filter(std::move(input), std::move(local));
+        return result;
+    }
+
+    LogicalPtr unnest_join(LogicalPtr node) {
+        MX_ASSERT(node->children.size() == 2, "a dependent join has its outer side");
+        LogicalPtr left = std::move(node->children[0]);
+        LogicalPtr right = std::move(node->children[1]);
+        _outer.clear();
+        collect_outer(*right, id_set(left->output));
+        const db::JoinKind kind = node->join_kind;
+        if (_outer.empty()) {
+            // Nothing to unnest: the subquery's one row (or none) per outer row is the same for all.
+            return make_join(kind, std::move(left), std::move(right), {});
+        }
+        const std::optional<Row> empty = row_over_no_input(*right);
+        const ColumnId value = right->output.back();
+        db::ExprPtr empty_value;
+        if (empty.has_value()) {
+            const auto it = empty->find(value);
+            if (it != empty->end() && !it->second.null) {
+                empty_value = db::expr::constant(it->second);
+            }
+        }
+        Unnested unnested = unnest(std::move(right), *left);
+        if (!unnested.one_row) {
+            // Several rows per correlation value would be an error, which TunaDB does not check.
+            throw SqlError("correlated scalar subqueries may GROUP BY only their correlation columns");
+        }
+        std::vector<db::ExprPtr> condition;
+        for (const Key &key : unnested.keys) {
+            try {
+                if (unnested.null_safe && key.outer->kind() != db::ExprKind::constant) {
+                    // NULL-safe and still hash keys: coalesce(x, zero) = coalesce(y, zero) AND
+                    // (x IS NULL) = (y IS NULL).
+                    db::Value zero = db::Value::null_of(key.outer->type());
+                    zero.null = false;
+                    condition.push_back(
+                        db::expr::equal(db::expr::coalesce({key.outer, db::expr::constant(zero)}),
+                                        db::expr::coalesce({key.inner, db::expr::constant(zero)})));
+                    condition.push_back(
+                        db::expr::equal(db::expr::is_null(key.outer), db::expr::is_null(key.inner)));
+                } else {
+                    condition.push_back(db::expr::equal(key.outer, key.inner));
+                }
+            } catch (const db::TypeError &error) {
+                throw SqlError(std::string("correlated scalar subquery: ") + error.what());
+            }
+        }
+        if (kind == db::JoinKind::inner && empty_value == nullptr) {
+            // A row without a group reads NULL, which drops it: an inner join on the keys.
+            return make_join(db::JoinKind::inner, std::move(left), std::move(unnested.plan),
+                             std::move(condition));
+        }
+        for (ColumnId id : unnested.plan->output) {
+            _columns[id].nullable = true;
+        }
+        const db::ExprPtr met = unnested.null_safe ? unnested.keys.back().inner : unnested.keys.front().inner;
+        if (empty_value == nullptr) {
+            return make_join(db::JoinKind::left_outer, std::move(left), std::move(unnested.plan),
+                             std::move(condition));
+        }
+        // The count bug: an outer row without a group reads the value over no rows (count() 0),
+        // computed above the join under the value's column.
+        const ColumnId inner_value = _columns.add(_columns[value].name, _columns[value].type, true);
+        LogicalPtr plan = std::move(unnested.plan);
+        if (plan->kind != LogicalKind::project) {
+            std::vector<db::ExprPtr> passed;
+            for (ColumnId id : plan->output) {
+                passed.push_back(_columns.ref(id));
+            }
+            const std::vector<ColumnId> ids = plan->output;
+            plan = make_project(std::move(plan), std::move(passed), ids);
+        }
+        std::replace(plan->output.begin(), plan->output.end(), value, inner_value);
+        LogicalPtr join =
+            make_join(db::JoinKind::left_outer, std::move(left), std::move(plan), std::move(condition));
+        std::vector<db::ExprPtr> expressions;
+        std::vector<ColumnId> ids;
+        for (ColumnId id : join->output) {
+            if (id == inner_value) {
+                expressions.push_back(
+                    db::expr::case_when({{db::expr::is_null(met), empty_value}}, _columns.ref(inner_value)));
+                ids.push_back(value);
+            } else {
+                expressions.push_back(_columns.ref(id));
+                ids.push_back(id);
+            }
+        }
+        return make_project(std::move(join), std::move(expressions), std::move(ids));
+    }
+
+    static std::set<ColumnId> id_set(const std::vector<ColumnId> &ids) { return {ids.begin(), ids.end()}; }
+
+    ColumnRegistry &_columns;
+    /// The columns of the dependent join's outer side its subquery reads.
+    std::set<ColumnId> _outer;
+    std::size_t _unnested{0};
+};
+
+} // namespace
+
+std::size_t decorrelate(LogicalPtr &root, ColumnRegistry &columns) {
+    Decorrelator decorrelator(columns);
+    root = decorrelator.run(std::move(root));
+    return decorrelator.unnested();
+}
+
+} // namespace mx::sql::detail

@@ -1056,8 +1056,9 @@ bool ExprEvaluator::eval_like(const Expr &e, Context &ctx, Rows rows, Vector &ou
             });
             break;
         case LikeMatcher::Shape::contains:
-            like_loop(rows, o, negated, out,
-                      [&](std::string_view s) { return s.find(needle) != std::string_view::npos; });
+            like_loop(rows, o, negated, out, [&](std::string_view s) {
+                return find_substring(s, needle) != std::string_view::npos;
+            });
             break;
         default:
             like_loop(rows, o, negated, out, [&](std::string_view s) { return m.match(s); });

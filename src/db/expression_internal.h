@@ -36,6 +36,13 @@ struct LikeMatcher {
     [[nodiscard]] bool match(std::string_view text) const noexcept;
 };
 
+/// The first position at or after `from` where `needle` occurs in `text` (npos if none), as
+/// std::string_view::find returns it. Faster on short texts of common letters (TPC-H comments):
+/// a window is compared only where its first and last bytes both agree with the needle's, and
+/// 16 windows are tested at once where SSE2 is available.
+[[nodiscard]] std::size_t find_substring(std::string_view text, std::string_view needle,
+                                         std::size_t from = 0) noexcept;
+
 /// A regexp_matches pattern compiled once at bind time (ECMAScript syntax). std::regex_search
 /// only reads the compiled regex, so any number of tasks may match with it at once.
 struct CompiledRegex {

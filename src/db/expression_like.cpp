@@ -4,7 +4,58 @@
 
 #include "expression_internal.h"
 
+#include <bit>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace mx::db::detail {
+
+std::size_t find_substring(std::string_view text, std::string_view needle, std::size_t from) noexcept {
+    const std::size_t m = needle.size();
+    const std::size_t n = text.size();
+    if (from > n || n - from < m) {
+        return std::string_view::npos;
+    }
+    if (m == 0) {
+        return from;
+    }
+    const char *p = text.data();
+    const char first = needle.front();
+    const char last = needle.back();
+    // Windows [i, i + m) for i in [from, n - m]; the inner bytes are compared only for
+    // candidates whose first and last byte match.
+    const auto inner_equal = [&](std::size_t i) {
+        return m <= 2 || std::memcmp(p + i + 1, needle.data() + 1, m - 2) == 0;
+    };
+    std::size_t i = from;
+#if defined(__SSE2__)
+    const __m128i firsts = _mm_set1_epi8(first);
+    const __m128i lasts = _mm_set1_epi8(last);
+    // 16 windows at a time while the last bytes of all 16 lie inside the text.
+    for (; i + m - 1 + 16 <= n; i += 16) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + i));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + i + m - 1));
+        auto mask = static_cast<unsigned>(
+            _mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, firsts), _mm_cmpeq_epi8(b, lasts))));
+        while (mask != 0) {
+            const std::size_t candidate = i + static_cast<std::size_t>(std::countr_zero(mask));
+            if (inner_equal(candidate)) {
+                return candidate;
+            }
+            mask &= mask - 1;
+        }
+    }
+#endif
+    for (; i + m <= n; ++i) {
+        if (p[i] == first && p[i + m - 1] == last && inner_equal(i)) {
+            return i;
+        }
+    }
+    return std::string_view::npos;
+}
 
 namespace {
 bool is_continuation(char c) noexcept { return (static_cast<unsigned char>(c) & 0xC0U) == 0x80U; }
@@ -98,7 +149,7 @@ bool LikeMatcher::match(std::string_view text) const noexcept {
     case Shape::suffix:
         return text.size() >= needle.size() && text.substr(text.size() - needle.size()) == needle;
     case Shape::contains:
-        return text.find(needle) != std::string_view::npos;
+        return find_substring(text, needle) != std::string_view::npos;
     case Shape::segments: {
         // First and last segments are anchored unless the pattern starts/ends with '%' (then they
         // are empty); the middle ones are matched leftmost, which is optimal without '_'.
@@ -121,7 +172,7 @@ bool LikeMatcher::match(std::string_view text) const noexcept {
         const std::string_view middle = text.substr(begin, end - begin);
         std::size_t position = 0;
         for (std::size_t i = 1; i + 1 < segments.size(); ++i) {
-            const std::size_t found = middle.find(segments[i], position);
+            const std::size_t found = find_substring(middle, segments[i], position);
             if (found == std::string_view::npos) {
                 return false;
             }

@@ -19,7 +19,8 @@
 //                    side of that join can supply: a semi join with a copy of that side
 //                    restricts its input; likewise a semi/anti join with a large build side
 //                    waits for the region's joins and its build side reads only the keys of the
-//                    joined probe side,
+//                    joined probe side (unless right_semi_joins will hash that probe side, which
+//                    is cheaper than computing part of it again),
 //   equivalences     column equalities of a join region form classes of columns that are equal in
 //                    every result row (a = b AND b = c); each pair of a class's columns from
 //                    different relations is a possible join key (a = c: TPC-H Q5 joins customer

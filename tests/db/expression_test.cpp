@@ -7,6 +7,8 @@
 
 #include <mx/db/expression.h>
 
+#include "expression_internal.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -698,6 +700,42 @@ TEST(ExpressionLike, RandomPatternsAgainstReference) {
         const bool expected = like_reference(text, pattern, escape);
         ASSERT_EQ(sql(e::like(lit(str(text)), pattern, false, escape)), expected ? "true" : "false")
             << "'" << text << "' LIKE '" << pattern << "' escape " << escape.has_value();
+    }
+}
+
+TEST(ExpressionLike, FindSubstringAgreesWithStringFind) {
+    // Texts long enough for the 16-windows-at-a-time path, its tail and candidates whose first
+    // and last bytes match but whose middle does not (alphabet of three letters).
+    const unsigned seed = std::random_device{}();
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    auto random_text = [&](std::size_t max_length) {
+        std::string text(rng() % (max_length + 1), 'a');
+        for (char &c : text) {
+            c = static_cast<char>('a' + rng() % 3);
+        }
+        return text;
+    };
+    for (int round = 0; round < 20000; ++round) {
+        const std::string text = random_text(80);
+        const std::string needle = random_text(6);
+        const std::size_t from = rng() % (text.size() + 3);
+        ASSERT_EQ(mx::db::detail::find_substring(text, needle, from),
+                  std::string_view(text).find(needle, from))
+            << "'" << text << "' find '" << needle << "' from " << from;
+    }
+    // A match in the last window, found by the byte loop after the 16-window blocks.
+    const std::string text = std::string(40, 'x') + "special";
+    EXPECT_EQ(mx::db::detail::find_substring(text, "special"), 40U);
+    EXPECT_EQ(mx::db::detail::find_substring(text, "specials"), std::string_view::npos);
+    EXPECT_EQ(mx::db::detail::find_substring(text, "x", 39), 39U);
+    // LIKE over long texts against the reference matcher
+    for (int round = 0; round < 2000; ++round) {
+        const std::string long_text = random_text(60);
+        const std::string pattern = "%" + random_text(3) + "%" + random_text(3) + "%";
+        ASSERT_EQ(sql(e::like(lit(str(long_text)), pattern, false, std::nullopt)),
+                  like_reference(long_text, pattern, std::nullopt) ? "true" : "false")
+            << "'" << long_text << "' LIKE '" << pattern << "'";
     }
 }
 

@@ -421,6 +421,28 @@ TEST_P(HashJoinTest, RandomKeysWithNullsOnBothSides) {
     check(c);
 }
 
+TEST_P(HashJoinTest, KeyBitmapWithHolesNegativeAndExtremeKeys) {
+    // A build of every third key in [-1000, 1000] spans 2001 values: the key bitmap is built
+    // (with the filter on). Probe keys below its minimum, above its maximum, in its holes and at
+    // the int64 extremes (the offset from the minimum wraps around) must all be told apart.
+    const std::uint64_t seed = test::test_seed();
+    JoinCase c = random_case(
+        seed, 3000, 700, [](std::mt19937_64 &r) { return static_cast<std::int64_t>(r() % 6001) - 3000; }, 13);
+    for (std::size_t i = 0; i < c.build.size(); ++i) {
+        if (!c.build[i][0].null) {
+            c.build[i][0] = Value::bigint(-1000 + static_cast<std::int64_t>(i % 667) * 3);
+        }
+    }
+    c.probe.push_back(
+        {Value::bigint(std::numeric_limits<std::int64_t>::min()), Value::varchar("s"), Value::bigint(1)});
+    c.probe.push_back(
+        {Value::bigint(std::numeric_limits<std::int64_t>::max()), Value::varchar("s"), Value::bigint(2)});
+    c.probe.push_back({Value::bigint(-1000), Value::varchar("s"), Value::bigint(3)});
+    c.probe.push_back({Value::bigint(998), Value::varchar("s"), Value::bigint(4)});
+    c.probe.push_back({Value::bigint(999), Value::varchar("s"), Value::bigint(5)});
+    check(c);
+}
+
 TEST_P(HashJoinTest, AllDuplicateKeys) {
     // Every probe row matches every build row: 40 x 100 = 4,000 output rows for
     // inner and left outer joins, from chains of 100 rows, split into batches of
@@ -826,6 +848,23 @@ TEST(HashJoinBloomFilter, NoFalseNegativesFewFalsePositives) {
         false_positives += bloom.maybe_contains(detail::join::hash_value(key)) ? 1 : 0;
     }
     EXPECT_LT(false_positives, 3000) << "false positive rate above 3 %";
+}
+
+TEST(HashJoinKeyBitmap, ExactMembershipOverTheKeyRange) {
+    detail::join::KeyBitmap bitmap;
+    bitmap.min = -70;
+    bitmap.bits = 200; // keys -70 .. 129
+    bitmap.words.assign(4, 0);
+    for (std::int64_t key = -70; key < 130; key += 7) {
+        bitmap.insert(key);
+    }
+    bitmap.insert(129);
+    for (std::int64_t key = -80; key < 140; ++key) {
+        const bool expected = (key >= -70 && key < 130 && (key + 70) % 7 == 0) || key == 129;
+        ASSERT_EQ(bitmap.contains(key), expected) << key;
+    }
+    EXPECT_FALSE(bitmap.contains(std::numeric_limits<std::int64_t>::min()));
+    EXPECT_FALSE(bitmap.contains(std::numeric_limits<std::int64_t>::max()));
 }
 
 TEST(HashJoinStrategy, AutomaticPicksTheRadixJoinForBuildsBeyondTheCacheBudget) {

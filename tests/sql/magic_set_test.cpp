@@ -17,6 +17,9 @@ namespace {
 DatabaseOptions with_magic_sets(bool on) {
     DatabaseOptions options;
     options.optimizer.magic_sets = on;
+    // A semi/anti join whose few outer rows a right semi/anti join hashes gets no magic set
+    // (right_semi_join_test.cpp); without them, the build sides here are restricted.
+    options.optimizer.right_semi_joins = false;
     return options;
 }
 
@@ -47,7 +50,7 @@ protected:
         const std::string explained = _on->explain(sql);
         EXPECT_EQ(explained.find("magic set:") != std::string::npos, fires) << explained;
         const std::string off = _off->explain(sql);
-        EXPECT_NE(off.find("(off: magic_sets)"), std::string::npos) << off;
+        EXPECT_NE(off.find("(off: magic_sets, right_semi_joins)"), std::string::npos) << off;
         EXPECT_EQ(off.find("magic set:"), std::string::npos) << off;
         const auto on_rows = rows_of(_on->query(sql));
         EXPECT_EQ(on_rows, rows_of(_off->query(sql))) << sql;

@@ -30,6 +30,8 @@ INSERT INTO o VALUES (1, 10, 'a'), (2, 0, 'b'), (2, 5, 'c'), (NULL, 7, 'd'), (99
   (4, 3, 'g');
 CREATE TABLE i (k INTEGER, q INTEGER NOT NULL);
 CREATE TABLE eo (k INTEGER, x INTEGER NOT NULL, s VARCHAR);
+CREATE TABLE t (k INTEGER, y VARCHAR);
+INSERT INTO t VALUES (1, 'p'), (2, 'q'), (3, 'r'), (999, 'z');
 )sql";
 
 } // namespace
@@ -82,12 +84,14 @@ TEST_F(RightSemiJoinTest, ResidualConditions) {
 TEST_F(RightSemiJoinTest, InAndNotIn) {
     EXPECT_EQ(rows("SELECT s FROM o WHERE k IN (SELECT k FROM i) ORDER BY s", "right semi"),
               (Rows{"a", "b", "c", "f", "g"}));
-    // NOT IN's NULL rule joins the subquery's counts to the outer side; the magic set that then
-    // restricts the subquery side keeps the anti join as it is. i.k has NULLs: never true.
-    EXPECT_EQ(rows("SELECT s FROM o WHERE k NOT IN (SELECT k FROM i) ORDER BY s", ""), Rows{});
+    // NOT IN's NULL rule joins the subquery's counts to the outer side; the anti join waits for
+    // that join and hashes its few rows (no magic set restricts the subquery side then). i.k has
+    // NULLs: never true.
+    EXPECT_EQ(rows("SELECT s FROM o WHERE k NOT IN (SELECT k FROM i) ORDER BY s", "right anti"), Rows{});
     // Without them, a NULL outer key still gives NULL (dropped); 999 is not in the list.
-    EXPECT_EQ(rows("SELECT s FROM o WHERE k NOT IN (SELECT k FROM i WHERE k IS NOT NULL) ORDER BY s", ""),
-              (Rows{"e"}));
+    EXPECT_EQ(
+        rows("SELECT s FROM o WHERE k NOT IN (SELECT k FROM i WHERE k IS NOT NULL) ORDER BY s", "right anti"),
+        (Rows{"e"}));
 }
 
 TEST_F(RightSemiJoinTest, EmptyAndFilteredOuterSides) {
@@ -120,6 +124,25 @@ TEST_F(RightSemiJoinTest, NotWhenTheOuterSideIsLarger) {
     EXPECT_EQ(rows("SELECT count(*) FROM i WHERE EXISTS (SELECT * FROM o WHERE o.k = i.k)", ""), Rows{"8"});
     EXPECT_EQ(rows("SELECT count(*) FROM i WHERE NOT EXISTS (SELECT * FROM o WHERE o.k = i.k)", ""),
               Rows{"394"});
+}
+
+TEST_F(RightSemiJoinTest, InsteadOfAMagicSetAboveTheJoins) {
+    // A semi/anti join with a large subquery side waits for the joins of its query block (TPC-H
+    // Q21). With right joins on, their few result rows are hashed and no magic set restricts the
+    // subquery side; with them off the magic set does, and both give the same rows.
+    const std::string exists = "SELECT o.s, t.y FROM o, t WHERE o.k = t.k AND EXISTS (SELECT * FROM i WHERE "
+                               "i.k = o.k AND i.q <> o.x) ORDER BY o.s";
+    const std::string not_exists =
+        "SELECT o.s, t.y FROM o, t WHERE o.k = t.k AND NOT EXISTS (SELECT * FROM i "
+        "WHERE i.k = o.k AND i.q > o.x + 150) ORDER BY o.s";
+    EXPECT_EQ(rows(exists, "right semi"), (Rows{"a|p", "b|q", "c|q", "f|r"}));
+    EXPECT_EQ(rows(not_exists, "right anti"), (Rows{"e|z", "f|r"}));
+    for (const std::string &sql : {exists, not_exists}) {
+        const std::string on = _on->explain(sql);
+        EXPECT_EQ(on.find("magic set"), std::string::npos) << on;
+        const std::string off = _off->explain(sql);
+        EXPECT_NE(off.find("magic set: the build side of the"), std::string::npos) << off;
+    }
 }
 
 TEST_F(RightSemiJoinTest, AggregatesOverTheOuterRows) {

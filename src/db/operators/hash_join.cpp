@@ -120,6 +120,9 @@ void HashJoinBuildNode::prepare(std::uint16_t worker_count, std::uint16_t /*regi
             build->null_key_stores.push_back(std::make_unique<join::RowStore>(spec.build_layout.size, 1));
         }
     }
+    if (spec.key_bitmap) {
+        build->key_bounds.assign(worker_count, join::KeyBounds{});
+    }
     _state->build = std::move(build);
 }
 
@@ -171,6 +174,14 @@ void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::uniqu
     }
     std::vector<std::uint64_t> hashes(batch->rows);
     join::hash_rows(keys, rows, hashes.data());
+    if (spec.key_bitmap) {
+        join::KeyBounds &bounds = _state->build->key_bounds[context.worker_id()];
+        const std::int64_t *values = keys[0].data<std::int64_t>();
+        for (const std::uint32_t row : rows) {
+            bounds.min = std::min(bounds.min, values[row]);
+            bounds.max = std::max(bounds.max, values[row]);
+        }
+    }
 
     join::RowStore &store = *_state->build->stores[context.worker_id()];
     const unsigned shift = 64U - spec.partition_bits;
@@ -251,9 +262,31 @@ void HashJoinBuildNode::finalize(dataflow::FlowContext &context) noexcept {
     tables.heads = static_cast<const Row **>(tables.heads_memory.get());
     tables.head_slots = slots;
 
+    if (spec.key_bitmap) {
+        join::KeyBounds bounds;
+        for (const join::KeyBounds &worker : build.key_bounds) {
+            bounds.min = std::min(bounds.min, worker.min);
+            bounds.max = std::max(bounds.max, worker.max);
+        }
+        // max - min + 1 in unsigned arithmetic: the span of any two int64 values fits.
+        const std::uint64_t span =
+            static_cast<std::uint64_t>(bounds.max) - static_cast<std::uint64_t>(bounds.min) + 1U;
+        if (span != 0 && span <= join::key_bitmap_max_bits &&
+            (span <= join::key_bitmap_small_bits || span / join::key_bitmap_bits_per_row <= total)) {
+            try {
+                tables.key_bitmap.words.assign((span + 63U) / 64U, 0);
+                tables.key_bitmap.min = bounds.min;
+                tables.key_bitmap.bits = span;
+            } catch (const std::bad_alloc &) {
+                tables.key_bitmap = join::KeyBitmap{}; // the Bloom filter and the table suffice
+            }
+        }
+    }
+
     // Small builds too: a cache-resident table still sends most probe rows down a chain (its
-    // buckets are mostly full), where the filter rejects them with one block lookup.
-    if (spec.bloom_filter) {
+    // buckets are mostly full), where the filter rejects them with one block lookup. A key
+    // bitmap rejects them exactly and sooner.
+    if (spec.bloom_filter && tables.key_bitmap.empty()) {
         try {
             tables.bloom.allocate(total, spec.partition_bits);
         } catch (const std::bad_alloc &) {
@@ -289,6 +322,8 @@ void HashJoinTableNode::consume(dataflow::FlowContext &context, dataflow::Token 
     const std::uint32_t begin = tables.build_ranges[range];
     const std::uint32_t end = tables.build_ranges[range + 1];
     const bool bloom = !tables.bloom.empty();
+    const bool bitmap = !tables.key_bitmap.empty();
+    const std::uint32_t key_offset = _state->spec.build_layout.keys[0].offset;
     const Row **heads = tables.heads;
 
     for (std::uint32_t p = begin; p < end; ++p) {
@@ -310,6 +345,9 @@ void HashJoinTableNode::consume(dataflow::FlowContext &context, dataflow::Token 
                     if (bloom) {
                         tables.bloom.insert(hash);
                     }
+                    if (bitmap) {
+                        tables.key_bitmap.insert(join::load_slot<std::int64_t>(row, key_offset));
+                    }
                 });
             }
         } else {
@@ -325,6 +363,9 @@ void HashJoinTableNode::consume(dataflow::FlowContext &context, dataflow::Token 
                     if (bloom) {
                         tables.bloom.insert(hash);
                     }
+                    if (bitmap) {
+                        tables.key_bitmap.insert(join::load_slot<std::int64_t>(row, key_offset));
+                    }
                 });
             }
         }
@@ -336,7 +377,8 @@ std::string HashJoinTableNode::run_notes() const {
     if (!build) {
         return {};
     }
-    return std::string("strategy=") + join::strategy_name(build->tables.strategy);
+    return std::string("strategy=") + join::strategy_name(build->tables.strategy) +
+           (build->tables.key_bitmap.empty() ? "" : " key_bitmap");
 }
 
 std::uint64_t HashJoinTableNode::memory_bytes() const {
@@ -344,7 +386,8 @@ std::uint64_t HashJoinTableNode::memory_bytes() const {
     if (!build) {
         return 0;
     }
-    std::uint64_t total = build->tables.head_slots * sizeof(const Row *) + build->tables.bloom.bytes();
+    std::uint64_t total = build->tables.head_slots * sizeof(const Row *) + build->tables.bloom.bytes() +
+                          build->tables.key_bitmap.words.size() * sizeof(std::uint64_t);
     for (const auto &store : build->stores) {
         total += store->bytes();
     }
@@ -408,6 +451,8 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
                   "join keys of one pair must have one physical type");
         key_types.push_back(spec.build_keys[k]->type().physical());
     }
+    // The bitmap is a cheaper, exact filter in front of the Bloom filter: wanted where that is.
+    spec.key_bitmap = spec.bloom_filter && key_types.size() == 1 && key_types[0] == PhysicalType::i64;
 
     const auto probe_width = static_cast<std::uint32_t>(spec.probe_types.size());
     spec.residual_columns.assign(probe_width + spec.build_types.size(), false);

@@ -35,7 +35,7 @@ struct HashJoinProbeNode::Scratch {
     std::vector<std::uint64_t> hashes;     // per batch row (valid for candidates)
     std::vector<std::uint32_t> candidates; // live rows with non-NULL keys that passed the filter
     std::vector<std::uint32_t> others;     // live rows that cannot match (joins that keep them)
-    std::vector<std::uint32_t> rejected;   // rows the Bloom filter rejected, before the merge
+    std::vector<std::uint32_t> rejected;   // rows a filter (key bitmap, Bloom) rejected, before the merge
     std::vector<std::uint32_t> merged;     // others and rejected, merged
     std::vector<std::uint32_t> pair_row;   // chain walk: probe row ...
     std::vector<const Row *> pair_entry;   // ... and its current chain entry
@@ -153,6 +153,20 @@ void compare_key(const Vector &key, join::Slot slot, const std::vector<std::uint
 
 } // namespace
 
+namespace {
+
+/// Adds the rows a filter rejected (ascending) to the rows without a partner, keeping those
+/// ascending too (output selections must be).
+void merge_rejected(HashJoinProbeNode::Scratch &s) {
+    if (!s.rejected.empty()) {
+        s.merged.resize(s.others.size() + s.rejected.size());
+        std::merge(s.others.begin(), s.others.end(), s.rejected.begin(), s.rejected.end(), s.merged.begin());
+        s.others.swap(s.merged);
+    }
+}
+
+} // namespace
+
 bool HashJoinProbeNode::prepare_candidates(dataflow::FlowContext &context, const Batch &batch,
                                            Scratch &s) noexcept {
     const join::JoinSpec &spec = _state->spec;
@@ -196,6 +210,30 @@ bool HashJoinProbeNode::prepare_candidates(dataflow::FlowContext &context, const
         }
         s.candidates.resize(kept);
     }
+    if (!tables.key_bitmap.empty() && !s.candidates.empty()) {
+        // Only the rows whose key is in the bitmap are hashed: they all have a partner.
+        MX_ASSERT(s.keys.size() == 1 && s.keys[0].type().physical() == PhysicalType::i64,
+                  "a key bitmap needs one i64 key");
+        const std::int64_t *values = s.keys[0].data<std::int64_t>();
+        // KeyBitmap::contains on copies of its fields, which stay in registers (the stores into
+        // the candidates may alias the fields themselves).
+        const join::KeyBitmap &bitmap = tables.key_bitmap;
+        const auto min = static_cast<std::uint64_t>(bitmap.min);
+        const std::uint64_t bits = bitmap.bits;
+        const std::uint64_t *words = bitmap.words.data();
+        std::size_t kept = 0;
+        s.rejected.clear();
+        for (const std::uint32_t row : s.candidates) {
+            const std::uint64_t offset = static_cast<std::uint64_t>(values[row]) - min;
+            if (offset < bits && ((words[offset >> 6U] >> (offset & 63U)) & 1U) != 0) {
+                s.candidates[kept++] = row;
+            } else if (keep_others) {
+                s.rejected.push_back(row);
+            }
+        }
+        s.candidates.resize(kept);
+        merge_rejected(s);
+    }
     s.hashes.resize(batch.rows);
     join::hash_rows(s.keys, s.candidates, s.hashes.data());
     if (!tables.bloom.empty() && !s.candidates.empty()) {
@@ -222,12 +260,7 @@ bool HashJoinProbeNode::prepare_candidates(dataflow::FlowContext &context, const
             }
         }
         s.candidates.resize(kept);
-        if (!s.rejected.empty()) {
-            s.merged.resize(s.others.size() + s.rejected.size());
-            std::merge(s.others.begin(), s.others.end(), s.rejected.begin(), s.rejected.end(),
-                       s.merged.begin());
-            s.others.swap(s.merged);
-        }
+        merge_rejected(s);
     }
     return true;
 }

@@ -392,7 +392,8 @@ Task *Worker::complete(Task &task, const TaskResult &result) noexcept { return f
              (primitive == sync::Primitive::optimistic_scheduled && !holds(domain_of(resource))))) {
             ran = run_optimistic_read(task, context, header_of(resource), result);
         } else {
-            run_primitive(task, context, resource, header_of(resource), access == AccessMode::read_only, result);
+            run_primitive(task, context, resource, header_of(resource), access == AccessMode::read_only,
+                          result);
         }
         MX_ASSERT(result.action() != TaskResult::Action::suspend,
                   "a coroutine task cannot suspend while synchronized on a resource");

@@ -173,6 +173,16 @@ private:
         return db::expr::constant(out.value(0));
     }
 
+    /// The row of a projection or of a DISTINCT's groups: each expression over the child's row.
+    Row evaluate_row(const std::vector<db::ExprPtr> &expressions, const std::vector<ColumnId> &output,
+                     const Row &child) const {
+        Row row;
+        for (std::size_t i = 0; i < expressions.size(); ++i) {
+            row[output[i]] = evaluate_over(expressions[i], child)->value();
+        }
+        return row;
+    }
+
     /// The row the subquery's plan yields for an outer row without inner rows (count() 0, every
     /// other aggregate NULL), or none. Columns not in the row read NULL.
     std::optional<Row> row_over_no_input(const LogicalNode &node) const {
@@ -197,22 +207,14 @@ private:
             if (!child.has_value()) {
                 return std::nullopt;
             }
-            Row row;
-            for (std::size_t i = 0; i < node.groups.size(); ++i) {
-                row[node.output[i]] = evaluate_over(node.groups[i], *child)->value();
-            }
-            return row;
+            return evaluate_row(node.groups, node.output, *child);
         }
         case LogicalKind::project: {
             auto child = row_over_no_input(*node.children[0]);
             if (!child.has_value()) {
                 return std::nullopt;
             }
-            Row row;
-            for (std::size_t i = 0; i < node.expressions.size(); ++i) {
-                row[node.output[i]] = evaluate_over(node.expressions[i], *child)->value();
-            }
-            return row;
+            return evaluate_row(node.expressions, node.output, *child);
         }
         case LogicalKind::filter: {
             auto child = row_over_no_input(*node.children[0]);

@@ -1464,6 +1464,14 @@ bool has_magic_set(const LogicalNode &node) {
 
 } // namespace
 
+bool Optimizer::hashes_outer_side(double outer_rows, const LogicalNode &subquery) const {
+    // Not when a magic set restricts the subquery side already (TPC-H Q20's grouped subquery):
+    // it copies the outer side into the subquery, and hashing the outer side again would only
+    // repeat that work.
+    return enabled(Pass::right_semi_joins) && outer_rows >= 0 &&
+           outer_rows * right_join_build_ratio < subquery.rows && !has_magic_set(subquery);
+}
+
 void Optimizer::restrict_semi_build(LogicalNode &semi, const LogicalNode &probe) {
     // The equalities between build-side and probe-side columns: a build row whose keys no probe
     // row has can match nothing, whether the join is a semi or an anti join, with or without a
@@ -1497,14 +1505,11 @@ void Optimizer::restrict_semi_build(LogicalNode &semi, const LogicalNode &probe)
         return;
     }
     const double build_rows = semi.children[1]->rows;
-    // A probe side well under the build side makes the join a right semi/anti join (decide):
-    // it hashes the probe rows as they are and reads the build side once. A magic set would
-    // compute part of the probe side a second time to restrict a build side that is then not
-    // hashed at all (TPC-H Q21: 76 k outer rows against two lineitem scans).
-    // The condition is decide()'s for the swap, which a magic set inside the build side (TPC-H
-    // Q20's grouped subquery) rules out.
-    if (enabled(Pass::right_semi_joins) && probe.rows >= 0 &&
-        probe.rows * right_join_build_ratio < build_rows && !has_magic_set(*semi.children[1])) {
+    // A join that decide() makes a right semi/anti join hashes the probe rows as they are and
+    // reads the build side once. A magic set would compute part of the probe side a second time
+    // to restrict a build side that is then not hashed at all (TPC-H Q21: 76 k outer rows against
+    // two lineitem scans).
+    if (hashes_outer_side(probe.rows, *semi.children[1])) {
         return;
     }
     // The keys come from the smallest subtree of the probe side that has the key columns (the
@@ -1743,11 +1748,9 @@ void Optimizer::decide(LogicalNode &node) {
         // Hashing the smaller side: a semi/anti join with an outer side well under its subquery
         // side hashes the outer rows and marks those the subquery's rows meet. The subquery's
         // rows then mostly miss, so they pass a Bloom filter of the outer keys first.
-        // Not when a magic set restricts the subquery side already: it copies the outer side
-        // into the subquery, and hashing the outer side again would only repeat that work.
-        node.build_left = enabled(Pass::right_semi_joins) && !node.left_keys.empty() &&
+        node.build_left = !node.left_keys.empty() &&
                           (node.join_kind == db::JoinKind::semi || node.join_kind == db::JoinKind::anti) &&
-                          probe * right_join_build_ratio < build && !has_magic_set(*node.children[1]);
+                          hashes_outer_side(probe, *node.children[1]);
         if (node.build_left) {
             node.bloom_filter = enabled(Pass::bloom_filters);
         }

@@ -189,6 +189,10 @@ private:
     /// Magic set for a semi/anti join placed above the region's joins (`probe`): its build side
     /// reads only the keys of the smallest subtree of `probe` that has its probe keys.
     void restrict_semi_build(LogicalNode &semi, const LogicalNode &probe);
+    /// Whether a semi/anti join with this many outer (probe) rows hashes its outer side instead
+    /// of the subquery side (a right semi/anti join): decide() swaps it on this, and
+    /// restrict_semi_build then adds no magic set.
+    [[nodiscard]] bool hashes_outer_side(double outer_rows, const LogicalNode &subquery) const;
     /// Puts a semi join with `magic` on `conjuncts` as deep into `node` as the columns `needed`
     /// (which the conjuncts read on this side) allow.
     LogicalPtr push_magic_set(LogicalPtr node, const std::set<ColumnId> &needed, LogicalPtr &magic,

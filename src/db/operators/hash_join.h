@@ -73,17 +73,30 @@ struct KeyBitmap {
     std::uint64_t bits{0}; ///< max - min + 1; 0 when there is no bitmap
     std::vector<std::uint64_t> words;
 
+    /// The fields by value: a loop that also stores into memory keeps them in registers (its
+    /// stores could alias the bitmap's own fields).
+    struct View {
+        std::uint64_t min;
+        std::uint64_t bits;
+        const std::uint64_t *words;
+
+        [[nodiscard]] bool contains(std::int64_t key) const noexcept {
+            // Unsigned wrap-around sends keys below min past `bits` too.
+            const std::uint64_t offset = static_cast<std::uint64_t>(key) - min;
+            return offset < bits && ((words[offset >> 6U] >> (offset & 63U)) & 1U) != 0;
+        }
+    };
+
     [[nodiscard]] bool empty() const noexcept { return bits == 0; }
     void insert(std::int64_t key) noexcept {
         const std::uint64_t offset = static_cast<std::uint64_t>(key) - static_cast<std::uint64_t>(min);
         std::atomic_ref<std::uint64_t>(words[offset >> 6U])
             .fetch_or(std::uint64_t{1} << (offset & 63U), std::memory_order_relaxed);
     }
-    [[nodiscard]] bool contains(std::int64_t key) const noexcept {
-        // Unsigned wrap-around sends keys below min past `bits` too.
-        const std::uint64_t offset = static_cast<std::uint64_t>(key) - static_cast<std::uint64_t>(min);
-        return offset < bits && ((words[offset >> 6U] >> (offset & 63U)) & 1U) != 0;
+    [[nodiscard]] View view() const noexcept {
+        return View{static_cast<std::uint64_t>(min), bits, words.data()};
     }
+    [[nodiscard]] bool contains(std::int64_t key) const noexcept { return view().contains(key); }
 };
 /// A key bitmap is built when the range has at most this many bits (32 KiB: it stays in the L1)
 inline constexpr std::uint64_t key_bitmap_small_bits = std::uint64_t{1} << 18U;

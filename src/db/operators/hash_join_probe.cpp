@@ -215,17 +215,11 @@ bool HashJoinProbeNode::prepare_candidates(dataflow::FlowContext &context, const
         MX_ASSERT(s.keys.size() == 1 && s.keys[0].type().physical() == PhysicalType::i64,
                   "a key bitmap needs one i64 key");
         const std::int64_t *values = s.keys[0].data<std::int64_t>();
-        // KeyBitmap::contains on copies of its fields, which stay in registers (the stores into
-        // the candidates may alias the fields themselves).
-        const join::KeyBitmap &bitmap = tables.key_bitmap;
-        const auto min = static_cast<std::uint64_t>(bitmap.min);
-        const std::uint64_t bits = bitmap.bits;
-        const std::uint64_t *words = bitmap.words.data();
+        const join::KeyBitmap::View bitmap = tables.key_bitmap.view();
         std::size_t kept = 0;
         s.rejected.clear();
         for (const std::uint32_t row : s.candidates) {
-            const std::uint64_t offset = static_cast<std::uint64_t>(values[row]) - min;
-            if (offset < bits && ((words[offset >> 6U] >> (offset & 63U)) & 1U) != 0) {
+            if (bitmap.contains(values[row])) {
                 s.candidates[kept++] = row;
             } else if (keep_others) {
                 s.rejected.push_back(row);

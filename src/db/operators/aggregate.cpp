@@ -3,7 +3,8 @@
 // Consume: each task evaluates the group keys and aggregate arguments of its batch and updates
 // the hash tables of the worker it runs on: no lock, no shared cache line. Each worker's table is
 // split into P partitions by the top bits of the key hash. Finalize: P parts run in parallel;
-// part p merges partition p of every worker into worker 0's partition p and emits its groups.
+// part p merges partition p of every worker through worker 0's index of partition p (rows stay
+// where they are) and emits its groups.
 // So no worker waits on a sequential merge of everything (the Vectorwise problem of a single
 // thread finishing the aggregation), and skewed keys only make one group's states hot inside
 // each worker, never a shared structure.
@@ -721,7 +722,7 @@ class AggregateNode final : public BatchNode {
 public:
     AggregateNode(const PlanNode &plan, std::uint32_t batch_rows)
         : BatchNode(plan.groups.empty() ? "aggregate" : "group by"), _groups(plan.groups),
-          _batch_rows(std::max<std::uint32_t>(batch_rows, 1)) {
+          _batch_rows(std::max<std::uint32_t>(batch_rows, 1)), _estimated_groups(plan.estimated_rows) {
         std::vector<PhysicalType> key_types;
         for (const auto &group : _groups) {
             key_types.push_back(group->type().physical());
@@ -767,11 +768,12 @@ public:
         _partition_bits = static_cast<std::uint32_t>(std::countr_zero(partitions));
         _partitions = partitions;
         _workers = std::make_unique<WorkerState[]>(workers);
+        const std::uint64_t expected = expected_keys_per_table();
         for (std::uint16_t w = 0; w < workers; ++w) {
             WorkerState &state = _workers[w];
             if (grouped()) {
                 for (std::uint32_t p = 0; p < partitions; ++p) {
-                    state.groups.emplace_back(_row_width);
+                    state.groups.emplace_back(_row_width).expect(expected);
                 }
             } else {
                 state.scalar.reset(new std::byte[_row_width]);
@@ -903,24 +905,32 @@ public:
             }
             return;
         }
+        // Worker 0's index of the partition takes in every other worker's groups: a group seen
+        // before is merged into the row the index has and marked, a new one is indexed where it
+        // lies. No row is copied, and the index grows once.
         RowTable &target = _workers[0].groups[part];
+        std::uint64_t keys = 0;
+        for (std::uint16_t w = 0; w < _worker_count; ++w) {
+            keys += _workers[w].groups[part].size();
+        }
+        if (_worker_count > 1) {
+            target.reserve(keys);
+        }
         for (std::uint16_t w = 1; w < _worker_count; ++w) {
-            _workers[w].groups[part].for_each([&](const std::byte *row) {
+            _workers[w].groups[part].for_each([&](std::byte *row) {
                 if (poll()) {
                     return;
                 }
-                auto [into, inserted] = target.find_or_insert(
-                    RowTable::hash_of(row),
-                    [&](const std::byte *candidate) {
-                        return _key.equals_stored(RowTable::key_of(candidate), RowTable::key_of(row));
-                    },
-                    [&](std::byte *fresh) { std::memcpy(fresh + 8, row + 8, _row_width - 8); });
-                if (!inserted) {
-                    for (const AggregateInfo &aggregate : _aggregates) {
-                        merge_state(aggregate, state_at(into, aggregate.offset),
-                                    state_at(row, aggregate.offset));
-                    }
+                std::byte *into = target.find_or_adopt(row, [&](const std::byte *candidate) {
+                    return _key.equals_stored(RowTable::key_of(candidate), RowTable::key_of(row));
+                });
+                if (into == row) {
+                    return;
                 }
+                for (const AggregateInfo &aggregate : _aggregates) {
+                    merge_state(aggregate, state_at(into, aggregate.offset), state_at(row, aggregate.offset));
+                }
+                RowTable::set_aux(row, merged_row);
             });
         }
         for (const AggregateInfo &aggregate : _aggregates) {
@@ -942,7 +952,7 @@ public:
         if (poll.stopped()) {
             return;
         }
-        emit_groups(context, target, poll);
+        emit_groups(context, part, poll);
     }
 
     void finalize(FlowContext &context) noexcept override {
@@ -1054,6 +1064,23 @@ private:
     };
 
     [[nodiscard]] bool grouped() const noexcept { return !_groups.empty(); }
+
+    /// Groups each worker's partition table sizes its index for at the first insert: the
+    /// optimizer's group estimate spread over the tables (as when the workers see disjoint
+    /// groups, the smallest share; an index that needs more still doubles). The estimate counts
+    /// up to 2 M groups, so one far too high costs at most 64 MiB of index over all tables.
+    [[nodiscard]] std::uint64_t expected_keys_per_table() const noexcept {
+        constexpr double cap = 1U << 21U;
+        if (!grouped() || !(_estimated_groups > 0)) {
+            return 0;
+        }
+        const double tables = static_cast<double>(_partitions) * static_cast<double>(_worker_count);
+        return static_cast<std::uint64_t>(std::min(_estimated_groups, cap) / tables);
+    }
+
+    /// The aux word of a group row merged into another worker's row of the same group (the
+    /// aux word of a group row is 0 otherwise): emit_groups() skips it.
+    static constexpr std::uint64_t merged_row = 1;
 
     /// The hash of row `row`'s key, as KeyLayout::hash_rows computes it.
     [[nodiscard]] std::uint64_t key_hash(const WorkerState &state, std::uint32_t row) const noexcept {
@@ -1299,28 +1326,33 @@ private:
         return ok;
     }
 
-    void emit_groups(FlowContext &context, const RowTable &table, CancelPoll &poll) noexcept {
-        std::uint64_t remaining = table.size();
+    /// Emits the groups of partition `part` after its merge: the rows of every worker's table
+    /// that were not merged into another worker's row, each table in its insertion order.
+    void emit_groups(FlowContext &context, std::uint32_t part, CancelPoll &poll) noexcept {
+        std::uint64_t remaining = _workers[0].groups[part].size();
         std::unique_ptr<Batch> batch;
         std::uint32_t filled = 0;
         bool ok = true;
-        table.for_each([&](const std::byte *row) {
-            if (!ok || poll()) {
-                return;
-            }
-            if (batch == nullptr) {
-                const auto rows = static_cast<std::uint32_t>(std::min<std::uint64_t>(remaining, _batch_rows));
-                batch = make_output(rows);
-                filled = 0;
-            }
-            ok = write_row(row, *batch, filled);
-            ++filled;
-            --remaining;
-            if (filled == batch->rows) {
-                emit(context, std::move(batch));
-                batch = nullptr;
-            }
-        });
+        for (std::uint16_t w = 0; w < _worker_count && ok; ++w) {
+            _workers[w].groups[part].for_each([&](const std::byte *row) {
+                if (!ok || RowTable::aux_of(row) == merged_row || poll()) {
+                    return;
+                }
+                if (batch == nullptr) {
+                    const auto rows =
+                        static_cast<std::uint32_t>(std::min<std::uint64_t>(remaining, _batch_rows));
+                    batch = make_output(rows);
+                    filled = 0;
+                }
+                ok = write_row(row, *batch, filled);
+                ++filled;
+                --remaining;
+                if (filled == batch->rows) {
+                    emit(context, std::move(batch));
+                    batch = nullptr;
+                }
+            });
+        }
         if (!ok) {
             context.fail(overflow_message());
         }
@@ -1335,6 +1367,7 @@ private:
     std::vector<std::size_t> _distinct_aggregate; // per distinct set: the index of its aggregate
     std::uint32_t _row_width{0};
     std::uint32_t _batch_rows;
+    double _estimated_groups;   // the optimizer's, -1 when unknown
     bool _key_cacheable{false}; // the key cache applies: at most 4 key columns, no DISTINCT
     // Set in prepare() on the starting thread, read-only during the run.
     std::uint16_t _worker_count{0};

@@ -5,12 +5,15 @@
 // an open-addressing index of (hash, row pointer) slots. Keys are encoded by a KeyLayout: a NULL
 // mask and one 16-byte slot per key column, strings as references into an arena of the operator.
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -148,6 +151,48 @@ private:
     std::vector<PhysicalType> _columns;
 };
 
+/// Zeroed memory for the arrays of a RowTable. From about 2 MiB on (at most an eighth short of a
+/// multiple of 2 MiB, which it rounds up to) it is 2 MiB-aligned and asks for
+/// transparent huge pages: probes into the index of a million groups go to random places, and
+/// with 4 KiB pages nearly each one misses the TLB as well as the cache (the hint is all it is:
+/// without huge pages the memory works on 4 KiB pages).
+class LargeBuffer {
+public:
+    static constexpr std::size_t huge_page_bytes = std::size_t{2} << 20U;
+
+    LargeBuffer() noexcept = default;
+    explicit LargeBuffer(std::size_t bytes) : _bytes(bytes) {
+        const std::size_t rounded = (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
+        const bool huge = rounded != 0 && rounded - bytes <= huge_page_bytes / 8;
+        const std::size_t alignment = huge ? huge_page_bytes : alignof(std::max_align_t);
+        const std::size_t reserved = huge ? rounded : bytes;
+        _data = std::unique_ptr<std::byte[], Free>(
+            static_cast<std::byte *>(::operator new(reserved, std::align_val_t{alignment})), Free{alignment});
+#if defined(MADV_HUGEPAGE)
+        if (huge) {
+            static_cast<void>(::madvise(_data.get(), reserved, MADV_HUGEPAGE));
+        }
+#endif
+        std::memset(_data.get(), 0, bytes);
+    }
+
+    [[nodiscard]] std::byte *data() const noexcept { return _data.get(); }
+    [[nodiscard]] std::size_t bytes() const noexcept { return _bytes; }
+
+private:
+    struct Free {
+        Free() noexcept : alignment(alignof(std::max_align_t)) {}
+        explicit Free(std::size_t value) noexcept : alignment(value) {}
+        std::size_t alignment;
+        void operator()(std::byte *memory) const noexcept {
+            ::operator delete(memory, std::align_val_t{alignment});
+        }
+    };
+
+    std::unique_ptr<std::byte[], Free> _data;
+    std::size_t _bytes{0};
+};
+
 /// Rows of `row_width` bytes: [u64 hash][u64 aux][key][payload], zero-initialized on insert. Not
 /// thread-safe: each table is used by one task at a time (worker-local, or one finalize part).
 class RowTable {
@@ -156,11 +201,12 @@ public:
 
     explicit RowTable(std::uint32_t row_width) : _row_width((row_width + 15U) & ~15U) {}
 
+    /// Keys in the index: its own rows and the adopted ones (find_or_adopt()).
     [[nodiscard]] std::uint64_t size() const noexcept { return _size; }
     [[nodiscard]] std::uint32_t row_width() const noexcept { return _row_width; }
     /// Bytes of its index and row blocks.
     [[nodiscard]] std::uint64_t bytes() const noexcept {
-        std::uint64_t total = _slots.size() * sizeof(Slot);
+        std::uint64_t total = _capacity * sizeof(Slot);
         for (const Block &block : _blocks) {
             total += std::uint64_t{block.capacity} * _row_width;
         }
@@ -185,46 +231,64 @@ public:
     /// `init(row)` ran. Returns the row and whether it was inserted.
     template <class Equal, class Init>
     std::pair<std::byte *, bool> find_or_insert(std::uint64_t hash, Equal &&equal, Init &&init) {
-        if ((_size + 1) * 2 > _slots.size()) {
-            grow_index();
+        Slot &slot = probe(hash, equal);
+        if (slot.row != nullptr) {
+            return {slot.row, false};
         }
-        std::uint64_t position = hash & _mask;
-        while (true) {
-            Slot &slot = _slots[position];
-            if (slot.row == nullptr) {
-                std::byte *row = allocate_row();
-                std::memcpy(row, &hash, 8);
-                init(row);
-                slot.hash = hash;
-                slot.row = row;
-                ++_size;
-                return {row, true};
-            }
-            if (slot.hash == hash && equal(static_cast<const std::byte *>(slot.row))) {
-                return {slot.row, false};
-            }
-            position = (position + 1) & _mask;
+        std::byte *row = allocate_row();
+        std::memcpy(row, &hash, 8);
+        init(row);
+        slot.hash = hash;
+        slot.row = row;
+        ++_size;
+        return {row, true};
+    }
+
+    /// The row whose key `equal(row)` accepts; without one, indexes `row` (a row of another
+    /// table with the same layout, which must outlive this index) under its stored hash and
+    /// returns it. A merge of tables thus moves no row: the index points into every table's
+    /// blocks, and for_each() still walks only this table's own rows.
+    template <class Equal>
+    std::byte *find_or_adopt(std::byte *row, Equal &&equal) {
+        const std::uint64_t hash = hash_of(row);
+        Slot &slot = probe(hash, equal);
+        if (slot.row == nullptr) {
+            slot.hash = hash;
+            slot.row = row;
+            ++_size;
+        }
+        return slot.row;
+    }
+
+    /// Sizes the index for `rows` keys now (one rehash instead of one per doubling).
+    void reserve(std::uint64_t rows) {
+        if (rows * 2 > _capacity) {
+            rehash(std::bit_ceil(std::max<std::uint64_t>(rows * 2, 16)));
         }
     }
+
+    /// Keys the first growth of an empty index sizes it for (an estimate of the table's
+    /// groups): the index then grows on the thread that fills it, not where the table is made.
+    void expect(std::uint64_t rows) noexcept { _expected = rows; }
 
     /// Starts loading the index slot of `hash`: a caller that knows the hashes of the next rows
     /// overlaps their cache misses (a table of a million groups lives in DRAM). A slot of an index
     /// that grows before the lookup was prefetched for nothing, which is harmless.
     void prefetch(std::uint64_t hash) const noexcept {
-        if (!_slots.empty()) {
-            __builtin_prefetch(&_slots[hash & _mask]);
+        if (_capacity != 0) {
+            __builtin_prefetch(slots() + (hash & _mask));
         }
     }
 
     /// The row whose key `equal(row)` accepts, or nullptr.
     template <class Equal>
     [[nodiscard]] std::byte *find(std::uint64_t hash, Equal &&equal) const {
-        if (_slots.empty()) {
+        if (_capacity == 0) {
             return nullptr;
         }
         std::uint64_t position = hash & _mask;
         while (true) {
-            const Slot &slot = _slots[position];
+            const Slot &slot = slots()[position];
             if (slot.row == nullptr) {
                 return nullptr;
             }
@@ -240,7 +304,7 @@ public:
     void for_each(F &&f) const {
         for (const Block &block : _blocks) {
             for (std::uint32_t i = 0; i < block.used; ++i) {
-                f(block.memory.get() + std::size_t{i} * _row_width);
+                f(block.memory.data() + std::size_t{i} * _row_width);
             }
         }
     }
@@ -251,50 +315,77 @@ private:
         std::byte *row{nullptr};
     };
     struct Block {
-        std::unique_ptr<std::byte[]> memory;
+        LargeBuffer memory;
         std::uint32_t capacity{0};
         std::uint32_t used{0};
     };
 
     std::byte *allocate_row() {
         if (_blocks.empty() || _blocks.back().used == _blocks.back().capacity) {
-            // Doubling blocks: small tables stay small, big ones allocate rarely.
+            // Doubling blocks: small tables stay small, big ones allocate rarely and fill a huge
+            // page each.
+            const auto largest = std::max<std::uint32_t>(
+                16U, static_cast<std::uint32_t>(LargeBuffer::huge_page_bytes / _row_width));
             const std::uint32_t capacity =
-                _blocks.empty() ? 16U : std::min<std::uint32_t>(_blocks.back().capacity * 2U, 1U << 14U);
+                _blocks.empty() ? 16U : std::min<std::uint32_t>(_blocks.back().capacity * 2U, largest);
             Block block;
-            block.memory.reset(new std::byte[std::size_t{capacity} * _row_width]);
+            block.memory = LargeBuffer(std::size_t{capacity} * _row_width);
             block.capacity = capacity;
             _blocks.push_back(std::move(block));
         }
         Block &block = _blocks.back();
-        std::byte *row = block.memory.get() + std::size_t{block.used} * _row_width;
+        std::byte *row = block.memory.data() + std::size_t{block.used} * _row_width; // zeroed
         ++block.used;
-        std::memset(row, 0, _row_width);
         return row;
     }
 
-    void grow_index() {
-        const std::size_t capacity = _slots.empty() ? 16 : _slots.size() * 2;
-        std::vector<Slot> slots(capacity);
+    /// The slot holding the key `equal` accepts, or the empty slot where it goes (the index has
+    /// room for one more key).
+    template <class Equal>
+    Slot &probe(std::uint64_t hash, Equal &equal) {
+        if ((_size + 1) * 2 > _capacity) {
+            rehash(_capacity == 0 ? std::bit_ceil(std::max<std::uint64_t>(_expected * 2, 16))
+                                  : _capacity * 2);
+        }
+        std::uint64_t position = hash & _mask;
+        while (true) {
+            Slot &slot = slots()[position];
+            if (slot.row == nullptr ||
+                (slot.hash == hash && equal(static_cast<const std::byte *>(slot.row)))) {
+                return slot;
+            }
+            position = (position + 1) & _mask;
+        }
+    }
+
+    void rehash(std::uint64_t capacity) {
+        LargeBuffer memory(capacity * sizeof(Slot));
+        auto *fresh = reinterpret_cast<Slot *>(memory.data()); // zeroed: every slot empty
         const std::uint64_t mask = capacity - 1;
-        for (const Slot &slot : _slots) {
+        for (std::uint64_t i = 0; i < _capacity; ++i) {
+            const Slot &slot = slots()[i];
             if (slot.row == nullptr) {
                 continue;
             }
             std::uint64_t position = slot.hash & mask;
-            while (slots[position].row != nullptr) {
+            while (fresh[position].row != nullptr) {
                 position = (position + 1) & mask;
             }
-            slots[position] = slot;
+            fresh[position] = slot;
         }
-        _slots = std::move(slots);
+        _index = std::move(memory);
+        _capacity = capacity;
         _mask = mask;
     }
+
+    [[nodiscard]] Slot *slots() const noexcept { return reinterpret_cast<Slot *>(_index.data()); }
 
     std::uint32_t _row_width;
     std::uint64_t _size{0};
     std::uint64_t _mask{0};
-    std::vector<Slot> _slots;
+    std::uint64_t _expected{0};
+    LargeBuffer _index; // _capacity slots
+    std::uint64_t _capacity{0};
     std::vector<Block> _blocks;
 };
 

@@ -1065,10 +1065,11 @@ private:
 
     [[nodiscard]] bool grouped() const noexcept { return !_groups.empty(); }
 
-    /// Groups each worker's partition table sizes its index for at the first insert: the
-    /// optimizer's group estimate spread over the tables (as when the workers see disjoint
-    /// groups, the smallest share; an index that needs more still doubles). The estimate counts
-    /// up to 2 M groups, so one far too high costs at most 64 MiB of index over all tables.
+    /// Groups each worker's partition table expects (RowTable::expect(): its index jumps to this
+    /// size once the table outgrows a small one): the optimizer's group estimate spread over the
+    /// tables (as when the workers see disjoint groups, the smallest share; an index that needs
+    /// more still doubles). The estimate counts up to 2 M groups, so one far too high costs at
+    /// most 64 MiB of index over all tables, and only if the tables are big anyway.
     [[nodiscard]] std::uint64_t expected_keys_per_table() const noexcept {
         constexpr double cap = 1U << 21U;
         if (!grouped() || !(_estimated_groups > 0)) {

@@ -285,6 +285,45 @@ TEST_P(AggregateMergeTest, ManyGroupsWithEveryAggregateAndEveryEstimate) {
     }
 }
 
+TEST_P(AggregateMergeTest, TablesOfThousandsOfGroupsGrowToTheEstimate) {
+    // More than 4 k groups per partition table on 1 and 2 workers (1 and 8 partitions; keys in
+    // random order give every worker every group), so those indexes grow to the estimate's size
+    // in one step: right, far too low, far too high.
+    const std::uint32_t groups = test::scaled(40000, 2);
+    for (const bool in_runs : {true, false}) {
+        Rows rows = make_rows(groups + groups / 4, groups, in_runs, test::test_seed() + 2);
+        const auto table = make_table(rows);
+        std::map<std::optional<std::int64_t>, std::pair<std::int64_t, Int128>> expected;
+        for (const auto &row : rows) {
+            auto &group = expected[row[0].null ? std::nullopt : std::optional<std::int64_t>(row[0].i64)];
+            ++group.first;
+            group.second += row[1].null ? 0 : row[1].i64;
+        }
+        for (const double estimate : {static_cast<double>(groups), 1.0, 1e15}) {
+            SCOPED_TRACE(std::string(in_runs ? "keys in runs" : "keys in random order") + ", estimate " +
+                         std::to_string(estimate));
+            PlanPtr plan = plan::aggregate(plan::scan(table, {0, 1}), {k_ref()}, {"k"},
+                                           {agg(AggregateFunction::count_star, nullptr, "n"),
+                                            agg(AggregateFunction::count, d_ref(), "d_count"),
+                                            agg(AggregateFunction::sum, d_ref(), "d_sum")});
+            plan->estimated_rows = estimate;
+            const QueryResult result = execute(runtime(), *plan);
+            ASSERT_EQ(result.rows.size(), expected.size());
+            auto remaining = expected;
+            for (const auto &row : result.rows) {
+                const auto found =
+                    remaining.find(row[0].null ? std::nullopt : std::optional<std::int64_t>(row[0].i64));
+                ASSERT_NE(found, remaining.end()) << "an unexpected or repeated group " << row[0].to_string();
+                EXPECT_EQ(row[1].i64, found->second.first);
+                if (!row[3].null) {
+                    EXPECT_EQ(row[3].to_string(), Value::decimal(found->second.second, 38, 2).to_string());
+                }
+                remaining.erase(found);
+            }
+        }
+    }
+}
+
 TEST_P(AggregateMergeTest, OnlyNullKeysFormOneGroup) {
     Rows rows = make_rows(2000, 100, false, 11);
     for (auto &row : rows) {

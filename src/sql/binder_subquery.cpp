@@ -183,7 +183,9 @@ Bound Binder::bind_quantified(const ast::Expr &node, bool all, Context &context)
             fail("correlated IN subqueries with several columns are not supported", location);
         }
         bound.correlated = correlate(std::move(bound.correlated), context, location);
-        regroup(*bound.plan, context, location);
+        if (!bound.correlation.empty()) {
+            regroup(*bound.plan, context, location);
+        }
         return bound;
     };
     const auto inner_bound = [&](ColumnId id) {

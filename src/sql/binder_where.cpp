@@ -7,6 +7,16 @@
 
 namespace mx::sql::detail {
 
+namespace {
+
+/// A dependent join that has no left input yet (a subquery's plan may itself be a dependent join
+/// with its left input, whose root it is).
+bool awaits_left(const LogicalNode &node) noexcept {
+    return node.kind == LogicalKind::dependent_join && node.children.size() == 1;
+}
+
+} // namespace
+
 std::vector<const ast::Expr *> Binder::split_and(const ast::Expr &node, int depth) {
     if (depth > max_expression_depth) {
         fail("expression nested too deeply (more than 256 levels)", node.location);
@@ -26,12 +36,11 @@ std::vector<const ast::Expr *> Binder::split_and(const ast::Expr &node, int dept
 
 LogicalPtr Binder::join_and_filter(LogicalPtr tree, Block &block) {
     for (auto &leaf : block.leaves) {
-        tree = leaf->kind == LogicalKind::dependent_join
-                   ? attach_dependent(std::move(tree), std::move(leaf))
-                   : make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
+        tree = awaits_left(*leaf) ? attach_dependent(std::move(tree), std::move(leaf))
+                                  : make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
     }
     for (auto &semi : block.semi_joins) {
-        tree = semi.right->kind == LogicalKind::dependent_join
+        tree = awaits_left(*semi.right)
                    ? attach_dependent(std::move(tree), std::move(semi.right))
                    : make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
     }
@@ -44,7 +53,7 @@ LogicalPtr Binder::join_and_filter(LogicalPtr tree, Block &block) {
 
 LogicalPtr Binder::apply_joins(LogicalPtr tree, std::vector<SemiJoin> &joins) {
     for (auto &join : joins) {
-        if (join.right->kind == LogicalKind::dependent_join) {
+        if (awaits_left(*join.right)) {
             tree = attach_dependent(std::move(tree), std::move(join.right));
             continue;
         }

@@ -104,19 +104,29 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
         aggregate = aggregate || contains_aggregate(*sort.value, 0);
     }
     block.aggregate = aggregate;
-    if (correlation == Correlation::semi_join && !result.correlated.empty() && aggregate) {
-        fail("correlated EXISTS/IN subqueries with aggregates are not supported", -1);
+    bool limited = select.limit != nullptr || select.offset != nullptr;
+    if (exists && select.limit != nullptr && select.offset == nullptr) {
+        // EXISTS asks for one row: LIMIT n with n >= 1 (or NULL, no limit) does not change it.
+        Context context;
+        context.clause = "LIMIT";
+        const db::ExprPtr count = bind_value(*select.limit, context);
+        const bool integer =
+            count->type().id == db::TypeId::integer || count->type().id == db::TypeId::bigint;
+        const bool some_rows = count->kind() == db::ExprKind::constant &&
+                               (count->value().null || (integer && count->value().i64 >= 1));
+        limited = !some_rows;
+    }
+    if (correlation == Correlation::semi_join && !result.correlated.empty() && (aggregate || limited)) {
+        // The aggregation or LIMIT must see the rows of one outer row only, which a join on the
+        // correlation above the block cannot ensure: the whole block is the right side of a
+        // dependent join (the optimizer pass decorrelate unnests it).
+        return bind_select(select, outer, Correlation::dependent, false);
     }
 
     if (exists) {
-        // EXISTS looks at rows only: the select list does not matter.
+        // EXISTS looks at rows only: the select list, ORDER BY and DISTINCT do not matter.
         tree = join_and_filter(std::move(tree), block);
-        if (aggregate || !sort_clause.empty() || select.limit != nullptr || select.distinct) {
-            if (!result.correlated.empty()) {
-                fail("correlated EXISTS subqueries with GROUP BY, ORDER BY, LIMIT or DISTINCT are not "
-                     "supported",
-                     -1);
-            }
+        if (result.correlated.empty() && (aggregate || !sort_clause.empty() || limited || select.distinct)) {
             // Evaluate the whole block and test it for rows (rare; bound as a normal query).
             return bind_select(select, outer, Correlation::none, false);
         }
@@ -375,9 +385,6 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
     // as a set: ORDER BY and DISTINCT do not change the answer and are left out.
     const bool pass_through = correlation == Correlation::semi_join && !result.correlated.empty();
     if (pass_through) {
-        if (select.limit != nullptr || select.offset != nullptr) {
-            fail("correlated IN/ANY/ALL subqueries with LIMIT or OFFSET are not supported", -1);
-        }
         projected.resize(visible);
         ids.resize(visible);
         std::set<ColumnId> outer_ids(block.scope.outer_references.begin(),

@@ -12,6 +12,8 @@
 //   - EXISTS, IN and x op ANY/ALL elsewhere (under OR, in CASE, SELECT, HAVING) become mark
 //     joins: a BOOLEAN column per subquery, combined into SQL's three-valued answer; ANY/ALL
 //     with an ordering operator over an uncorrelated subquery compare with its min/max instead,
+//   - correlated EXISTS, IN and ANY/ALL whose subquery aggregates or limits its rows become
+//     dependent semi, anti and mark joins, which decorrelate unnests like the scalar ones,
 //   - a correlated scalar subquery that is an operand of a WHERE comparison may drop the outer
 //     rows without a value (an inner dependent join); elsewhere every outer row is kept (a left
 //     outer one).
@@ -275,8 +277,13 @@ private:
     /// x op ANY/ALL (SELECT ...), x IN (SELECT ...) and (x, y) IN (SELECT a, b ...) as a value.
     Bound bind_quantified(const ast::Expr &node, bool all, Context &context);
     /// Adds a mark join of `right` on `conjuncts` to the block (above the aggregation when the
-    /// context is) and returns the mark column.
-    db::ExprPtr add_mark(Context &context, LogicalPtr right, std::vector<db::ExprPtr> conjuncts);
+    /// context is) and returns the mark column. `dependent`: `right` reads the block's columns
+    /// (bound with Correlation::dependent), the mark join is a dependent one.
+    db::ExprPtr add_mark(Context &context, LogicalPtr right, std::vector<db::ExprPtr> conjuncts,
+                         bool dependent = false);
+    /// A subquery bound with Correlation::dependent in `context`: after the aggregation the
+    /// filters of its plan that read the enclosing block read its GROUP BY keys (correlate).
+    void regroup(LogicalNode &plan, Context &context, std::int64_t location);
     /// Correlation conjuncts of a subquery bound in `context`: after the aggregation they read
     /// the enclosing block's columns as its GROUP BY keys.
     std::vector<db::ExprPtr> correlate(std::vector<db::ExprPtr> conjuncts, Context &context,

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <functional>
 #include <limits>
 #include <set>
 
@@ -51,7 +50,8 @@ db::ExprPtr three_valued(db::ExprPtr matched, db::ExprPtr unknown) {
 
 } // namespace
 
-db::ExprPtr Binder::add_mark(Context &context, LogicalPtr right, std::vector<db::ExprPtr> conjuncts) {
+db::ExprPtr Binder::add_mark(Context &context, LogicalPtr right, std::vector<db::ExprPtr> conjuncts,
+                             bool dependent) {
     // The mark join sits inside this block: it cannot read the enclosing query's columns, which
     // only a correlation conjunct of the block's WHERE carries out of it.
     const auto &outer = context.scope->outer_references;
@@ -65,10 +65,30 @@ db::ExprPtr Binder::add_mark(Context &context, LogicalPtr right, std::vector<db:
         }
     }
     const ColumnId mark = _columns.add("mark", db::Type::boolean(), false);
+    if (dependent) {
+        right = make_dependent_join(db::JoinKind::mark, nullptr, std::move(right));
+        right->conjuncts = std::move(conjuncts);
+        right->mark = mark;
+        right->output.push_back(mark);
+        conjuncts.clear();
+    }
     SemiJoin join{db::JoinKind::mark, std::move(right), std::move(conjuncts), mark};
     (context.after_aggregate ? context.block->post_aggregate_joins : context.block->outer_leaves)
         .push_back(std::move(join));
     return _columns.ref(mark);
+}
+
+void Binder::regroup(LogicalNode &plan, Context &context, std::int64_t location) {
+    if (!context.after_aggregate) {
+        return;
+    }
+    // Only WHERE conjuncts, hence filters, read the enclosing block.
+    if (plan.kind == LogicalKind::filter) {
+        plan.conjuncts = correlate(std::move(plan.conjuncts), context, location);
+    }
+    for (auto &child : plan.children) {
+        regroup(*child, context, location);
+    }
 }
 
 std::vector<db::ExprPtr> Binder::correlate(std::vector<db::ExprPtr> conjuncts, Context &context,
@@ -159,10 +179,13 @@ Bound Binder::bind_quantified(const ast::Expr &node, bool all, Context &context)
                                                    : "subquery has too few columns",
                  location);
         }
-        if (outer.size() > 1 && !bound.correlated.empty()) {
+        if (outer.size() > 1 && (!bound.correlated.empty() || !bound.correlation.empty())) {
             fail("correlated IN subqueries with several columns are not supported", location);
         }
         bound.correlated = correlate(std::move(bound.correlated), context, location);
+        if (!bound.correlation.empty()) {
+            regroup(*bound.plan, context, location);
+        }
         return bound;
     };
     const auto inner_bound = [&](ColumnId id) {
@@ -179,7 +202,10 @@ Bound Binder::bind_quantified(const ast::Expr &node, bool all, Context &context)
     Bound result;
     result.location = location;
 
-    if (compare_op != db::CompareOp::equal && bound.correlated.empty()) {
+    // A dependent subquery (an aggregation or LIMIT sees the correlation) is the right side of
+    // dependent mark joins.
+    const bool dependent = !bound.correlation.empty();
+    if (compare_op != db::CompareOp::equal && bound.correlated.empty() && !dependent) {
         // An ordering (or <>) comparison with an uncorrelated subquery: one row of min, max,
         // row count and non-NULL count decides it for every outer row.
         const ColumnId value = bound.plan->output.front();
@@ -229,8 +255,8 @@ Bound Binder::bind_quantified(const ast::Expr &node, bool all, Context &context)
         conjuncts.push_back(compare(compare_op, outer[i], inner_bound(bound.plan->output[i]), location));
     }
     conjuncts.insert(conjuncts.end(), bound.correlated.begin(), bound.correlated.end());
-    const bool correlated = !bound.correlated.empty();
-    db::ExprPtr matched = add_mark(context, std::move(bound.plan), std::move(conjuncts));
+    const bool correlated = !bound.correlated.empty() || dependent;
+    db::ExprPtr matched = add_mark(context, std::move(bound.plan), std::move(conjuncts), dependent);
     db::ExprPtr unknown;
     // No row compares true: NULL when the subquery has a NULL (in any column: DuckDB's null-aware
     // mark join, so a row can compare NULL where PostgreSQL finds a column pair that is false),
@@ -283,11 +309,12 @@ Bound Binder::bind_quantified(const ast::Expr &node, bool all, Context &context)
             std::vector<db::ExprPtr> null_row = copy.correlated;
             null_row.push_back(null_rows.size() == 1 ? null_rows.front()
                                                      : db::expr::logical_or(std::move(null_rows)));
-            parts.push_back(add_mark(context, std::move(copy.plan), std::move(null_row)));
+            parts.push_back(add_mark(context, std::move(copy.plan), std::move(null_row), dependent));
         }
         if (outer_nullable) {
             BoundQuery copy = bind_subquery();
-            db::ExprPtr any_row = add_mark(context, std::move(copy.plan), std::move(copy.correlated));
+            db::ExprPtr any_row =
+                add_mark(context, std::move(copy.plan), std::move(copy.correlated), dependent);
             parts.push_back(db::expr::logical_and(outer_null, any_row));
         }
     }
@@ -318,8 +345,12 @@ Bound Binder::bind_sublink(const ast::Expr &node, Context &context) {
         BoundQuery bound = bind_select(subselect, context.scope, Correlation::semi_join, true);
         Bound result;
         result.location = location;
+        const bool dependent = !bound.correlation.empty();
+        if (dependent) {
+            regroup(*bound.plan, context, location);
+        }
         result.expr = add_mark(context, std::move(bound.plan),
-                               correlate(std::move(bound.correlated), context, location));
+                               correlate(std::move(bound.correlated), context, location), dependent);
         return result;
     }
     if (sublink.kind != ast::SubLinkKind::expression) {
@@ -363,19 +394,9 @@ Bound Binder::bind_scalar_subquery(const ast::Expr &node, Context &context) {
     if (!contains_aggregate(subselect)) {
         fail("correlated scalar subqueries must compute an aggregate", location);
     }
-    if (context.after_aggregate) {
-        // Above the aggregation the enclosing block's rows are groups: the correlation reads
-        // their GROUP BY keys (only WHERE conjuncts, hence filters, read the enclosing block).
-        const std::function<void(LogicalNode &)> regroup = [&](LogicalNode &plan) {
-            if (plan.kind == LogicalKind::filter) {
-                plan.conjuncts = correlate(std::move(plan.conjuncts), context, location);
-            }
-            for (auto &child : plan.children) {
-                regroup(*child);
-            }
-        };
-        regroup(*bound.plan);
-    }
+    // Above the aggregation the enclosing block's rows are groups: the correlation reads their
+    // GROUP BY keys.
+    regroup(*bound.plan, context, location);
     // An outer row without a subquery row reads NULL or, after decorrelation, the value over no
     // rows (count() 0).
     _columns[value].nullable = true;

@@ -7,6 +7,16 @@
 
 namespace mx::sql::detail {
 
+namespace {
+
+/// A dependent join that has no left input yet (a subquery's plan may itself be a dependent join
+/// with its left input, whose root it is).
+bool awaits_left(const LogicalNode &node) noexcept {
+    return node.kind == LogicalKind::dependent_join && node.children.size() == 1;
+}
+
+} // namespace
+
 std::vector<const ast::Expr *> Binder::split_and(const ast::Expr &node, int depth) {
     if (depth > max_expression_depth) {
         fail("expression nested too deeply (more than 256 levels)", node.location);
@@ -26,12 +36,13 @@ std::vector<const ast::Expr *> Binder::split_and(const ast::Expr &node, int dept
 
 LogicalPtr Binder::join_and_filter(LogicalPtr tree, Block &block) {
     for (auto &leaf : block.leaves) {
-        tree = leaf->kind == LogicalKind::dependent_join
-                   ? attach_dependent(std::move(tree), std::move(leaf))
-                   : make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
+        tree = awaits_left(*leaf) ? attach_dependent(std::move(tree), std::move(leaf))
+                                  : make_join(db::JoinKind::inner, std::move(tree), std::move(leaf), {});
     }
     for (auto &semi : block.semi_joins) {
-        tree = make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
+        tree = awaits_left(*semi.right)
+                   ? attach_dependent(std::move(tree), std::move(semi.right))
+                   : make_join(semi.kind, std::move(tree), std::move(semi.right), std::move(semi.conjuncts));
     }
     tree = apply_joins(std::move(tree), block.outer_leaves);
     if (!block.where_conjuncts.empty()) {
@@ -42,7 +53,7 @@ LogicalPtr Binder::join_and_filter(LogicalPtr tree, Block &block) {
 
 LogicalPtr Binder::apply_joins(LogicalPtr tree, std::vector<SemiJoin> &joins) {
     for (auto &join : joins) {
-        if (join.right->kind == LogicalKind::dependent_join) {
+        if (awaits_left(*join.right)) {
             tree = attach_dependent(std::move(tree), std::move(join.right));
             continue;
         }
@@ -62,8 +73,12 @@ bool Binder::bind_subquery_conjunct(const ast::SubLink &sublink, ast::Location l
         BoundQuery bound = bind_select(subselect, &block.scope, Correlation::semi_join, true);
         SemiJoin join;
         join.kind = negated ? db::JoinKind::anti : db::JoinKind::semi;
-        join.right = std::move(bound.plan);
-        join.conjuncts = std::move(bound.correlated);
+        if (bound.correlation.empty()) {
+            join.right = std::move(bound.plan);
+            join.conjuncts = std::move(bound.correlated);
+        } else {
+            join.right = make_dependent_join(join.kind, nullptr, std::move(bound.plan));
+        }
         block.semi_joins.push_back(std::move(join));
         return true;
     }
@@ -115,7 +130,8 @@ bool Binder::bind_subquery_conjunct(const ast::SubLink &sublink, ast::Location l
         inner_nullable = inner_nullable || _columns[bound.plan->output[i]].nullable;
     }
     const bool nullable = outer_nullable || inner_nullable;
-    if (negated && nullable && (outer.size() > 1 || !bound.correlated.empty())) {
+    const bool dependent = !bound.correlation.empty();
+    if (negated && nullable && (outer.size() > 1 || !bound.correlated.empty() || dependent)) {
         // The count check below answers NULLs of an uncorrelated single column only; mark
         // joins answer the rest.
         return false;
@@ -139,6 +155,12 @@ bool Binder::bind_subquery_conjunct(const ast::SubLink &sublink, ast::Location l
     }
     join.conjuncts.insert(join.conjuncts.end(), bound.correlated.begin(), bound.correlated.end());
     join.right = std::move(bound.plan);
+    if (dependent) {
+        // The comparisons are the dependent join's condition (decorrelate adds the correlation).
+        join.right = make_dependent_join(join.kind, nullptr, std::move(join.right));
+        join.right->conjuncts = std::move(join.conjuncts);
+        join.conjuncts.clear();
+    }
     if (negated && nullable) {
         // NOT IN is NULL (so the row is dropped) when x is NULL and the subquery is not empty,
         // or when the subquery yields a NULL: an anti join alone would keep such rows. A second

@@ -1,5 +1,6 @@
 // The optimizer pass decorrelate: unnests the binder's dependent joins (correlated scalar
-// subqueries) into ordinary joins, after Neumann and Kemper, "Unnesting Arbitrary Queries"
+// subqueries, and correlated EXISTS / IN / ANY / ALL whose subquery aggregates: dependent semi,
+// anti and mark joins) into ordinary joins, after Neumann and Kemper, "Unnesting Arbitrary Queries"
 // (BTW 2015). The dependent join is pushed down the subquery's plan to the filter that reads the
 // outer columns; on the way up every node carries the correlation along as extra columns (the
 // keys): an aggregation groups by them as well, a projection passes them through. At the filter:
@@ -13,7 +14,8 @@
 // The outer side is then joined with the result on outer expression = key: an inner join where
 // the binder says a row without a value may be dropped and no value is lost, else a left outer
 // join, whose rows without a group read the subquery's value over no rows (count() is 0, not
-// NULL: the count bug).
+// NULL: the count bug). A dependent semi, anti or mark join becomes the same join on the keys and
+// its own conditions (the IN / ANY comparisons).
 
 #include <algorithm>
 #include <functional>
@@ -95,7 +97,7 @@ public:
 
 private:
     [[noreturn]] static void unsupported(const std::string &what) {
-        throw SqlError(what + " (in a correlated scalar subquery) is not supported");
+        throw SqlError(what + " (in a correlated subquery) is not supported");
     }
 
     [[nodiscard]] bool reads_outer(const db::Expr &expression) const {
@@ -417,31 +419,9 @@ private:
         return result;
     }
 
-    LogicalPtr unnest_join(LogicalPtr node) {
-        MX_ASSERT(node->children.size() == 2, "a dependent join has its outer side");
-        LogicalPtr left = std::move(node->children[0]);
-        LogicalPtr right = std::move(node->children[1]);
-        _outer.clear();
-        collect_outer(*right, id_set(left->output));
-        const db::JoinKind kind = node->join_kind;
-        if (_outer.empty()) {
-            // Nothing to unnest: the subquery's one row (or none) per outer row is the same for all.
-            return make_join(kind, std::move(left), std::move(right), {});
-        }
-        const std::optional<Row> empty = row_over_no_input(*right);
-        const ColumnId value = right->output.back();
-        db::ExprPtr empty_value;
-        if (empty.has_value()) {
-            const auto it = empty->find(value);
-            if (it != empty->end() && !it->second.null) {
-                empty_value = db::expr::constant(it->second);
-            }
-        }
-        Unnested unnested = unnest(std::move(right), *left);
-        if (!unnested.one_row) {
-            // Several rows per correlation value would be an error, which TunaDB does not check.
-            throw SqlError("correlated scalar subqueries may GROUP BY only their correlation columns");
-        }
+    /// The join condition on the keys: outer expression = key, NULL-safe where the keys are a
+    /// domain of the outer values.
+    static std::vector<db::ExprPtr> key_condition(const Unnested &unnested) {
         std::vector<db::ExprPtr> condition;
         for (const Key &key : unnested.keys) {
             try {
@@ -459,9 +439,102 @@ private:
                     condition.push_back(db::expr::equal(key.outer, key.inner));
                 }
             } catch (const db::TypeError &error) {
-                throw SqlError(std::string("correlated scalar subquery: ") + error.what());
+                throw SqlError(std::string("correlated subquery: ") + error.what());
             }
         }
+        return condition;
+    }
+
+    /// Whether the plan yields exactly one row whatever its input (an aggregate without GROUP BY
+    /// under projections and sorts only).
+    static bool always_one_row(const LogicalNode &node) {
+        switch (node.kind) {
+        case LogicalKind::aggregate:
+            return node.groups.empty();
+        case LogicalKind::project:
+        case LogicalKind::sort:
+            return !node.limit.has_value() && node.offset == 0 && always_one_row(*node.children[0]);
+        default:
+            return false;
+        }
+    }
+
+    /// The join (semi, anti or mark) of `left` with `right` on `conjuncts`.
+    static LogicalPtr quantified_join(const LogicalNode &node, LogicalPtr left, LogicalPtr right,
+                                      std::vector<db::ExprPtr> conjuncts) {
+        if (node.join_kind == db::JoinKind::mark) {
+            return make_mark_join(std::move(left), std::move(right), std::move(conjuncts), node.mark);
+        }
+        return make_join(node.join_kind, std::move(left), std::move(right), std::move(conjuncts));
+    }
+
+    /// A dependent semi, anti or mark join ([NOT] EXISTS, IN, ANY/ALL whose subquery aggregates or
+    /// limits the rows of one outer row): the unnested subquery joined on its keys and the
+    /// comparisons (the dependent join's conjuncts).
+    LogicalPtr unnest_quantified(LogicalPtr node, LogicalPtr left, LogicalPtr right) {
+        if (row_over_no_input(*right).has_value()) {
+            // An outer row without inner rows still has a subquery row, which no group of the
+            // unnested plan stands for. An aggregate without GROUP BY and HAVING has exactly one
+            // row for every outer row: EXISTS holds.
+            if (!always_one_row(*right) || !node->conjuncts.empty()) {
+                unsupported("EXISTS, IN or ANY/ALL over an aggregate without GROUP BY whose HAVING holds for "
+                            "no rows");
+            }
+            switch (node->join_kind) {
+            case db::JoinKind::semi:
+                return left;
+            case db::JoinKind::anti:
+                return make_filter(std::move(left), {db::expr::constant(db::Value::boolean(false))});
+            default: {
+                std::vector<db::ExprPtr> expressions;
+                for (const ColumnId id : left->output) {
+                    expressions.push_back(_columns.ref(id));
+                }
+                expressions.push_back(db::expr::constant(db::Value::boolean(true)));
+                return make_project(std::move(left), std::move(expressions), node->output);
+            }
+            }
+        }
+        Unnested unnested = unnest(std::move(right), *left);
+        std::vector<db::ExprPtr> condition = key_condition(unnested);
+        condition.insert(condition.end(), node->conjuncts.begin(), node->conjuncts.end());
+        return quantified_join(*node, std::move(left), std::move(unnested.plan), std::move(condition));
+    }
+
+    LogicalPtr unnest_join(LogicalPtr node) {
+        MX_ASSERT(node->children.size() == 2, "a dependent join has its outer side");
+        LogicalPtr left = std::move(node->children[0]);
+        LogicalPtr right = std::move(node->children[1]);
+        _outer.clear();
+        collect_outer(*right, id_set(left->output));
+        const db::JoinKind kind = node->join_kind;
+        const bool quantified =
+            kind == db::JoinKind::semi || kind == db::JoinKind::anti || kind == db::JoinKind::mark;
+        if (_outer.empty()) {
+            // Nothing to unnest: the subquery's rows are the same for every outer row.
+            if (quantified) {
+                return quantified_join(*node, std::move(left), std::move(right), std::move(node->conjuncts));
+            }
+            return make_join(kind, std::move(left), std::move(right), {});
+        }
+        if (quantified) {
+            return unnest_quantified(std::move(node), std::move(left), std::move(right));
+        }
+        const std::optional<Row> empty = row_over_no_input(*right);
+        const ColumnId value = right->output.back();
+        db::ExprPtr empty_value;
+        if (empty.has_value()) {
+            const auto it = empty->find(value);
+            if (it != empty->end() && !it->second.null) {
+                empty_value = db::expr::constant(it->second);
+            }
+        }
+        Unnested unnested = unnest(std::move(right), *left);
+        if (!unnested.one_row) {
+            // Several rows per correlation value would be an error, which TunaDB does not check.
+            throw SqlError("correlated scalar subqueries may GROUP BY only their correlation columns");
+        }
+        std::vector<db::ExprPtr> condition = key_condition(unnested);
         if (kind == db::JoinKind::inner && empty_value == nullptr) {
             // A row without a group reads NULL, which drops it: an inner join on the keys.
             return make_join(db::JoinKind::inner, std::move(left), std::move(unnested.plan),

@@ -61,12 +61,15 @@ LogicalPtr make_mark_join(LogicalPtr left, LogicalPtr right, std::vector<db::Exp
 }
 
 LogicalPtr make_dependent_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right) {
-    MX_ASSERT(kind == db::JoinKind::inner || kind == db::JoinKind::left_outer,
-              "a dependent join keeps or drops the rows without a subquery value");
+    MX_ASSERT(kind == db::JoinKind::inner || kind == db::JoinKind::left_outer || kind == db::JoinKind::semi ||
+                  kind == db::JoinKind::anti || kind == db::JoinKind::mark,
+              "a dependent join is a scalar subquery's (inner, left outer) or a quantified one's");
     auto node = std::make_unique<LogicalNode>();
     node->kind = LogicalKind::dependent_join;
     node->join_kind = kind;
-    node->output = right->output;
+    if (kind == db::JoinKind::inner || kind == db::JoinKind::left_outer) {
+        node->output = right->output;
+    }
     node->children.push_back(std::move(right));
     if (left != nullptr) {
         return attach_dependent(std::move(left), std::move(node));

@@ -53,14 +53,14 @@ private:
 /// union_all: the rows of every child; output[i] is children[c]->output[i] of whichever child
 /// the row came from (the children agree in column count and types). repeat: every row of the
 /// child expressions[0] times (INTERSECT ALL / EXCEPT ALL), output = the child's.
-/// dependent_join: a correlated scalar subquery (Neumann and Kemper's dependent join): for every
-/// row of children[0], children[1] evaluated with that row's values of the columns it reads from
-/// children[0] (its correlation), which yields one row (an aggregate without GROUP BY) or at most
-/// one (grouped by correlation columns only); output = the left's columns, then the right's.
-/// join_kind inner: a left row whose subquery value is NULL may be dropped (the value is an
-/// operand of a WHERE comparison); left_outer: every left row is kept. Only the binder creates
-/// it and the optimizer pass decorrelate replaces it by ordinary joins; no later pass and no
-/// physical plan sees one.
+/// dependent_join: a correlated subquery (Neumann and Kemper's dependent join): for each row of
+/// children[0], children[1] evaluated with the row's values of the columns it reads from it.
+/// Scalar (join_kind inner: a row whose value is NULL may be dropped, the value is an operand of
+/// a WHERE comparison; left_outer: every row is kept): one row or none per left row, output = the
+/// left's columns, then the right's. EXISTS, IN, ANY/ALL (semi, anti, mark; conjuncts compare the
+/// left's and right's columns, mark is the BOOLEAN column): output = the left's (and the mark).
+/// Only the binder creates it and the optimizer pass decorrelate replaces it by ordinary joins;
+/// no later pass and no physical plan sees one.
 enum class LogicalKind : std::uint8_t {
     get,
     filter,
@@ -168,9 +168,9 @@ struct LogicalNode {
                                       std::vector<ColumnId> output);
 [[nodiscard]] LogicalPtr make_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right,
                                    std::vector<db::ExprPtr> conjuncts);
-/// A dependent join of `right` (a correlated scalar subquery) onto `left` (see LogicalKind::
-/// dependent_join). `left` may be null: the binder fills it in when it assembles the block
-/// (attach_dependent).
+/// A dependent join of `right` (a correlated subquery) onto `left` (see LogicalKind::dependent_
+/// join; a mark's column and the conjuncts are set by the caller). `left` may be null: the binder
+/// fills it in when it assembles the block (attach_dependent).
 [[nodiscard]] LogicalPtr make_dependent_join(db::JoinKind kind, LogicalPtr left, LogicalPtr right);
 /// Makes `tree` the left input of the dependent join `join` that has none yet and returns it.
 [[nodiscard]] LogicalPtr attach_dependent(LogicalPtr tree, LogicalPtr join);

@@ -19,8 +19,8 @@ namespace {
 // In the order they run; the index of each entry is its detail::Pass value.
 constexpr std::array<OptimizerPass, detail::pass_count> passes{{
     {"decorrelate", true,
-     "unnest correlated scalar subqueries (dependent joins) into aggregations grouped by the "
-     "correlation and joined on it (off: such queries fail)"},
+     "unnest correlated subqueries (dependent joins: scalar ones, and EXISTS/IN/ANY/ALL ones that "
+     "aggregate or limit) into plans grouped by the correlation and joined on it (off: such queries fail)"},
     {"fold", true, "split conjunctions, factor conditions shared by all branches of an OR, drop TRUE"},
     {"pushdown", true, "move conditions and semi/anti joins as close to the scans as their columns allow"},
     {"magic_sets", true,
@@ -369,7 +369,7 @@ LogicalPtr Optimizer::optimize(LogicalPtr root) {
     // decorrelate: before everything else, which sees ordinary joins only.
     if (contains_dependent_join(*root)) {
         if (!enabled(Pass::decorrelate)) {
-            throw SqlError("a correlated scalar subquery (a dependent join) needs the optimizer pass "
+            throw SqlError("a correlated subquery (a dependent join) needs the optimizer pass "
                            "'decorrelate', which is switched off");
         }
         const std::size_t unnested = decorrelate(root, _columns);

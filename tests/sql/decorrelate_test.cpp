@@ -1,8 +1,9 @@
 // The optimizer pass decorrelate: correlated scalar subqueries (dependent joins) in WHERE, under
 // OR, in SELECT and HAVING, with equality and other correlation, the count bug (an outer row
-// without inner rows reads count() 0, not NULL), what it does not unnest (clear errors), and the
-// pass switched off (a clear error, EXPLAIN names it). The expected answers are DuckDB's for the
-// same tables and queries.
+// without inner rows reads count() 0, not NULL), correlated EXISTS / IN / ANY / ALL whose
+// subquery aggregates (dependent semi, anti and mark joins), what it does not unnest (clear
+// errors), and the pass switched off (a clear error, EXPLAIN names it). The expected answers are
+// DuckDB's for the same tables and queries.
 
 #include <string>
 #include <vector>
@@ -108,9 +109,86 @@ TEST_F(SqlDecorrelate, ExplainNamesThePass) {
               std::string::npos);
 }
 
+TEST_F(SqlDecorrelate, ExistsOverAnAggregation) {
+    // Grouped or with a HAVING that fails over no rows: the groups of the correlation values.
+    EXPECT_EQ(rows("SELECT id FROM t WHERE EXISTS (SELECT u.k FROM u WHERE u.k = t.id GROUP BY u.k HAVING "
+                   "count(*) > 1) ORDER BY id"),
+              (Rows{"1"}));
+    EXPECT_EQ(rows("SELECT id FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.k <= t.id HAVING sum(v) > 10) "
+                   "ORDER BY id"),
+              (Rows{}));
+    EXPECT_EQ(
+        rows("SELECT id, EXISTS (SELECT 1 FROM u WHERE u.k < t.id HAVING max(v) > 5) FROM t ORDER BY id"),
+        (Rows{"1|false", "2|true", "3|true", "4|true"}));
+    // An aggregate without GROUP BY and HAVING has a row for every outer row.
+    EXPECT_EQ(rows("SELECT id FROM t WHERE EXISTS (SELECT count(*) FROM u WHERE u.k = t.id) ORDER BY id"),
+              (Rows{"1", "2", "3", "4"}));
+    EXPECT_EQ(rows("SELECT id, NOT EXISTS (SELECT sum(v) FROM u WHERE u.k = t.id) FROM t ORDER BY id"),
+              (Rows{"1|false", "2|false", "3|false", "4|false"}));
+    // Above the aggregation the correlation reads the GROUP BY key.
+    EXPECT_EQ(rows("SELECT g, count(*) FROM t GROUP BY g HAVING EXISTS (SELECT 1 FROM u WHERE u.k * 10 < t.g "
+                   "HAVING count(*) >= 2) ORDER BY g"),
+              (Rows{"20|1"}));
+    // DISTINCT and ORDER BY do not change whether rows exist: a plain semi join, no dependent join.
+    const std::string distinct = "SELECT id FROM t WHERE EXISTS (SELECT DISTINCT v FROM u WHERE u.k < t.id)";
+    EXPECT_EQ(rows(distinct + " ORDER BY id"), (Rows{"2", "3", "4"}));
+    EXPECT_EQ(_db.explain(distinct).find("decorrelate:"), std::string::npos);
+}
+
+TEST_F(SqlDecorrelate, ExistsIgnoresLimitOfSomeRows) {
+    // EXISTS asks for one row: LIMIT 1 keeps the plain semi join (no dependent join).
+    const std::string sql = "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.id LIMIT 1)";
+    EXPECT_EQ(rows(sql + " ORDER BY id"), (Rows{"1", "3"}));
+    EXPECT_EQ(_db.explain(sql).find("decorrelate:"), std::string::npos);
+}
+
+TEST_F(SqlDecorrelate, InAnyAllOverAnAggregation) {
+    EXPECT_EQ(rows("SELECT id FROM t WHERE id IN (SELECT count(*) FROM u WHERE u.k <= t.id GROUP BY u.k) "
+                   "ORDER BY id"),
+              (Rows{"2"}));
+    EXPECT_EQ(rows("SELECT id FROM t WHERE id NOT IN (SELECT count(*) FROM u WHERE u.k = t.id GROUP BY u.k) "
+                   "ORDER BY id"),
+              (Rows{"1", "2", "3", "4"}));
+    // Three-valued: a NULL operand with rows is NULL.
+    EXPECT_EQ(rows("SELECT id, g / 10 IN (SELECT count(*) FROM u WHERE u.k <= t.id GROUP BY u.k) FROM t "
+                   "ORDER BY id"),
+              (Rows{"1|false", "2|false", "3|true", "4|NULL"}));
+    // A NULL correlation value compares NULL-safe with the domain of the outer values.
+    EXPECT_EQ(rows("SELECT id, id NOT IN (SELECT max(v) - 4 FROM u WHERE u.k IS NOT DISTINCT FROM t.id OR "
+                   "u.v < t.id GROUP BY u.k) FROM t ORDER BY id"),
+              (Rows{"1|true", "2|true", "3|true", "4|true"}));
+    EXPECT_EQ(
+        rows("SELECT id, id < ALL (SELECT sum(v) FROM u WHERE u.k <> t.id GROUP BY u.k) FROM t ORDER BY id"),
+        (Rows{"1|true", "2|false", "3|true", "4|false"}));
+    EXPECT_EQ(rows("SELECT id, id = ANY (SELECT sum(v) - 9 FROM u WHERE u.k = t.id GROUP BY u.k) FROM t "
+                   "ORDER BY id"),
+              (Rows{"1|false", "2|false", "3|false", "4|false"}));
+}
+
+TEST_F(SqlDecorrelate, ExplainNamesTheDependentSemiJoins) {
+    const std::string text = _db.explain("SELECT id FROM t WHERE EXISTS (SELECT u.k FROM u WHERE u.k = t.id "
+                                         "GROUP BY u.k HAVING count(*) > 1)");
+    EXPECT_NE(text.find("decorrelate: unnested 1 dependent join\n"), std::string::npos) << text;
+    // IN as a value over a nullable subquery: matched, has NULL and has rows, three marks.
+    const std::string marks =
+        _db.explain("SELECT id, g IN (SELECT count(*) FROM u WHERE u.k <= t.id GROUP BY u.k) FROM t");
+    EXPECT_NE(marks.find("decorrelate: unnested 2 dependent joins\n"), std::string::npos) << marks;
+    // A plain correlated EXISTS stays a semi join without the pass.
+    EXPECT_EQ(
+        _db.explain("SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k < t.id)").find("decorrelate:"),
+        std::string::npos);
+}
+
 TEST_F(SqlDecorrelate, WhatItCannotUnnestIsAClearError) {
     EXPECT_NE(error("SELECT id, (SELECT count(*) FROM u WHERE u.k = t.id LIMIT 1) FROM t")
-                  .find("LIMIT or OFFSET (in a correlated scalar subquery) is not supported"),
+                  .find("LIMIT or OFFSET (in a correlated subquery) is not supported"),
+              std::string::npos);
+    EXPECT_NE(error("SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.id OFFSET 1)")
+                  .find("LIMIT or OFFSET (in a correlated subquery) is not supported"),
+              std::string::npos);
+    EXPECT_NE(error("SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.id HAVING count(*) < 2)")
+                  .find("EXISTS, IN or ANY/ALL over an aggregate without GROUP BY whose HAVING holds for no "
+                        "rows (in a correlated subquery) is not supported"),
               std::string::npos);
     EXPECT_NE(error("SELECT id, (SELECT count(*) FROM u WHERE u.k = t.id GROUP BY u.v) FROM t")
                   .find("correlated scalar subqueries may GROUP BY only their correlation columns"),
@@ -126,13 +204,20 @@ TEST(SqlDecorrelateOff, CorrelatedScalarSubqueriesAreAClearError) {
         off.query(sql);
         FAIL() << "a dependent join ran without decorrelate";
     } catch (const SqlError &error) {
-        EXPECT_NE(
-            error.message().find("correlated scalar subquery (a dependent join) needs the optimizer pass "
-                                 "'decorrelate', which is switched off"),
-            std::string::npos)
+        EXPECT_NE(error.message().find("a correlated subquery (a dependent join) needs the optimizer pass "
+                                       "'decorrelate', which is switched off"),
+                  std::string::npos)
             << error.message();
     }
     EXPECT_THROW(off.explain(sql), SqlError);
+    // So is a correlated EXISTS over an aggregation; a plain one is a semi join and runs.
+    try {
+        off.query("SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.id HAVING count(*) > 1)");
+        FAIL() << "a dependent semi join ran without decorrelate";
+    } catch (const SqlError &error) {
+        EXPECT_NE(error.message().find("'decorrelate', which is switched off"), std::string::npos)
+            << error.message();
+    }
     // Everything else runs, and EXPLAIN names the pass as off.
     EXPECT_EQ(rows_of(off.query("SELECT id FROM t WHERE id < (SELECT max(k) FROM u) ORDER BY id")),
               (Rows{"1", "2"}));

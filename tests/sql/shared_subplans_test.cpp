@@ -59,8 +59,6 @@ const std::vector<std::string> &queries() {
         "a WHERE a.k IN (SELECT k FROM top) ORDER BY a.k",
         "WITH r AS (SELECT k, g, v FROM t) SELECT r.k, r.v FROM r WHERE r.v > (SELECT avg(v) FROM r r2 WHERE "
         "r2.g = r.g) ORDER BY r.k",
-        "WITH r AS (SELECT g, sum(v) AS total FROM t GROUP BY g) SELECT r.g, r.total FROM r WHERE r.total > "
-        "(SELECT avg(v) FROM t WHERE t.g = r.g) ORDER BY r.g",
         "WITH c AS (SELECT g, s FROM t WHERE k < 9) SELECT g, s FROM c EXCEPT SELECT g, s FROM c WHERE g = 1 "
         "ORDER BY 1, 2",
         "WITH c AS (SELECT k, g, v FROM t WHERE v IS NOT NULL) SELECT k, rank() OVER (PARTITION BY g ORDER "

@@ -404,11 +404,7 @@ LogicalPtr Optimizer::optimize(LogicalPtr root) {
     // subplan is rewritten when the walk meets its first reader.
     root = rewrite(std::move(root));
     for (const auto &subplan : shared) {
-        if (!subplan->rewritten) { // its readers sit where the walk does not rewrite
-            subplan->rewritten = true;
-            subplan->plan = rewrite(std::move(subplan->plan));
-            reset_estimates(*subplan->plan);
-        }
+        rewrite_shared(*subplan); // its readers sit where the walk does not rewrite
     }
     // estimates: the nodes the region walk has not estimated yet.
     estimate(*root);
@@ -621,13 +617,7 @@ LogicalPtr Optimizer::rewrite(LogicalPtr node) {
     case LogicalKind::get:
         return node;
     case LogicalKind::shared_scan:
-        // The shared subplan is optimized on its own, once, as the root of its own plan.
-        if (!node->shared->rewritten) {
-            node->shared->rewritten = true;
-            node->shared->plan = rewrite(std::move(node->shared->plan));
-            reset_estimates(*node->shared->plan);
-            estimate(*node->shared->plan);
-        }
+        rewrite_shared(*node->shared);
         node->rows = -1.0;
         return node;
     default:
@@ -635,6 +625,17 @@ LogicalPtr Optimizer::rewrite(LogicalPtr node) {
             child = rewrite(std::move(child));
         }
         return node;
+    }
+}
+
+void Optimizer::rewrite_shared(SharedPlan &shared) {
+    // Optimized on its own, once, as the root of its own plan: nothing above one reader may move
+    // into it.
+    if (!shared.rewritten) {
+        shared.rewritten = true;
+        shared.plan = rewrite(std::move(shared.plan));
+        reset_estimates(*shared.plan);
+        estimate(*shared.plan);
     }
 }
 

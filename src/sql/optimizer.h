@@ -154,6 +154,8 @@ private:
     };
 
     LogicalPtr rewrite(LogicalPtr node);
+    /// rewrite() of a shared subplan, and its estimates, unless done already.
+    void rewrite_shared(SharedPlan &shared);
     LogicalPtr rewrite_region(LogicalPtr node);
     LogicalPtr rewrite_outer_join(LogicalPtr node);
     LogicalPtr place(LogicalPtr leaf, std::vector<db::ExprPtr> conjuncts);

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -31,13 +33,41 @@ void check_options(const ExecutionOptions &options) {
     }
 }
 
-void collect_tables(const PlanNode &node, std::vector<std::shared_ptr<const Table>> &tables) {
-    if (node.table != nullptr) {
-        tables.push_back(node.table);
-    }
+/// The inputs of a plan node: its children, and a shared subplan where `shared` says that this
+/// reader is the first of the subplan met (it is shown, counted and compiled there, once).
+std::vector<const PlanNode *> inputs(const PlanNode &node, std::set<const PlanNode *> &shared) {
+    std::vector<const PlanNode *> result;
     for (const auto &child : node.children) {
-        collect_tables(*child, tables);
+        result.push_back(child.get());
     }
+    if (node.shared != nullptr && shared.insert(node.shared.get()).second) {
+        result.push_back(node.shared.get());
+    }
+    return result;
+}
+
+/// Calls visit(node, depth) for every node of the plan in pre-order, a shared subplan once,
+/// below its first reader.
+template <class Visit>
+void visit_plan(const PlanNode &node, int depth, std::set<const PlanNode *> &shared, Visit &visit) {
+    visit(node, depth);
+    for (const PlanNode *input : inputs(node, shared)) {
+        visit_plan(*input, depth + 1, shared, visit);
+    }
+}
+
+template <class Visit>
+void visit_plan(const PlanNode &plan, Visit visit) {
+    std::set<const PlanNode *> shared;
+    visit_plan(plan, 0, shared, visit);
+}
+
+void collect_tables(const PlanNode &plan, std::vector<std::shared_ptr<const Table>> &tables) {
+    visit_plan(plan, [&](const PlanNode &node, int /*depth*/) {
+        if (node.table != nullptr) {
+            tables.push_back(node.table);
+        }
+    });
 }
 
 /// The query's graph: the compiled plan feeding the result sink.
@@ -98,17 +128,44 @@ void append_list(std::string &text, const std::vector<ExprPtr> &expressions) {
 }
 
 /// Rows the scans of the plan read when no zone map prunes: the progress total.
-std::uint64_t scanned_rows(const PlanNode &node) {
-    std::uint64_t rows = node.kind == PlanKind::scan && node.table != nullptr ? node.table->row_count() : 0;
-    for (const auto &child : node.children) {
-        rows += scanned_rows(*child);
-    }
+std::uint64_t scanned_rows(const PlanNode &plan) {
+    std::uint64_t rows = 0;
+    visit_plan(plan, [&](const PlanNode &node, int /*depth*/) {
+        if (node.kind == PlanKind::scan && node.table != nullptr) {
+            rows += node.table->row_count();
+        }
+    });
     return rows;
 }
 
-/// One operator as EXPLAIN shows it, without indentation and estimate.
-void describe_node(const PlanNode &node, const ExecutionOptions &options, std::string &text) {
+/// Numbers of the plan's shared subplans (1, 2, ... in the order EXPLAIN shows them).
+using SharedNumbers = std::map<const PlanNode *, std::size_t>;
+SharedNumbers shared_numbers(const PlanNode &plan) {
+    SharedNumbers numbers;
+    visit_plan(plan, [&](const PlanNode &node, int /*depth*/) {
+        if (node.shared != nullptr) {
+            numbers.emplace(node.shared.get(), numbers.size() + 1);
+        }
+    });
+    return numbers;
+}
+
+/// One operator as EXPLAIN shows it, without indentation and estimate. `first`: a shared_scan
+/// is the first reader of its subplan (shown below it).
+void describe_node(const PlanNode &node, const ExecutionOptions &options, const SharedNumbers &shared,
+                   bool first, std::string &text) {
     switch (node.kind) {
+    case PlanKind::shared_scan: {
+        const auto it = shared.find(node.shared.get());
+        const std::string number = it != shared.end() ? std::to_string(it->second) : std::string("?");
+        text.append("SharedScan #").append(number).append(" [");
+        for (std::size_t i = 0; i < node.output.size(); ++i) {
+            text.append(i > 0 ? ", " : "").append(node.output[i].name);
+        }
+        text.append(first ? "] of shared subplan #" + number + " (below, computed once)"
+                          : "] of shared subplan #" + number + " (above)");
+        break;
+    }
     case PlanKind::scan:
         text.append("Scan ").append(node.table != nullptr ? node.table->name() : "?").append(" [");
         for (std::size_t i = 0; i < node.output.size(); ++i) {
@@ -239,20 +296,29 @@ void describe_node(const PlanNode &node, const ExecutionOptions &options, std::s
     }
 }
 
-void describe_plan(const PlanNode &node, const ExecutionOptions &options, int depth, std::string &text) {
-    text.append(static_cast<std::size_t>(depth) * 2, ' ');
-    describe_node(node, options, text);
-    text.append("  (rows=").append(format_rows(node.estimated_rows)).append(")\n");
-    for (const auto &child : node.children) {
-        describe_plan(*child, options, depth + 1, text);
-    }
+/// The plan nodes in pre-order with their depth (a shared subplan once, below its first
+/// reader), and whether each is the first reader of a shared subplan.
+struct PlanLine {
+    const PlanNode *node{nullptr};
+    int depth{0};
+    bool first_reader{false};
+};
+std::vector<PlanLine> plan_order(const PlanNode &plan) {
+    std::vector<PlanLine> order;
+    std::set<const PlanNode *> seen;
+    visit_plan(plan, [&](const PlanNode &node, int depth) {
+        order.push_back(
+            PlanLine{&node, depth, node.shared != nullptr && seen.insert(node.shared.get()).second});
+    });
+    return order;
 }
 
-/// The plan nodes in pre-order with their depth.
-void plan_order(const PlanNode &node, int depth, std::vector<std::pair<const PlanNode *, int>> &order) {
-    order.emplace_back(&node, depth);
-    for (const auto &child : node.children) {
-        plan_order(*child, depth + 1, order);
+void describe_plan(const PlanNode &plan, const ExecutionOptions &options, std::string &text) {
+    const SharedNumbers shared = shared_numbers(plan);
+    for (const PlanLine &line : plan_order(plan)) {
+        text.append(static_cast<std::size_t>(line.depth + 1) * 2, ' ');
+        describe_node(*line.node, options, shared, line.first_reader, text);
+        text.append("  (rows=").append(format_rows(line.node->estimated_rows)).append(")\n");
     }
 }
 
@@ -261,8 +327,8 @@ void plan_order(const PlanNode &node, int depth, std::vector<std::pair<const Pla
 /// their pipelines' wall times.
 std::vector<OperatorAnalysis> analyze(const PlanNode &plan, const ExecutionOptions &options,
                                       const CompiledQuery &query, const dataflow::RunResult &run) {
-    std::vector<std::pair<const PlanNode *, int>> order;
-    plan_order(plan, 0, order);
+    const std::vector<PlanLine> order = plan_order(plan);
+    const SharedNumbers shared = shared_numbers(plan);
     const std::size_t nodes = query.graph.size();
     // The owner of a dataflow node: the recorded plan node with the smallest range holding it.
     std::vector<const detail::CompiledPlanNode *> owner(nodes, nullptr);
@@ -293,11 +359,12 @@ std::vector<OperatorAnalysis> analyze(const PlanNode &plan, const ExecutionOptio
     };
 
     std::vector<OperatorAnalysis> result;
-    for (const auto &[plan_node, depth] : order) {
+    for (const PlanLine &line : order) {
+        const PlanNode *plan_node = line.node;
         OperatorAnalysis analysis;
         analysis.node = plan_node;
-        analysis.depth = depth;
-        describe_node(*plan_node, options, analysis.description);
+        analysis.depth = line.depth;
+        describe_node(*plan_node, options, shared, line.first_reader, analysis.description);
         const detail::CompiledPlanNode *compiled = nullptr;
         for (const auto &[recorded, where] : query.plan_nodes) {
             if (recorded == plan_node) {
@@ -487,7 +554,7 @@ std::string explain_analyze(const QueryResult &result) {
 std::string explain(const PlanNode &plan, const ExecutionOptions &options) {
     check_options(options);
     std::string text = "Plan:\n";
-    describe_plan(plan, options, 1, text);
+    describe_plan(plan, options, text);
     CompiledQuery query;
     compile_query(query, plan, options);
     text.append("Pipelines:\n").append(query.graph.describe());

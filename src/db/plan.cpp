@@ -380,6 +380,24 @@ PlanPtr repeat(PlanPtr child, ExprPtr count) {
     return node;
 }
 
+PlanPtr shared_scan(std::shared_ptr<const PlanNode> subplan, std::vector<std::uint32_t> columns) {
+    if (subplan == nullptr) {
+        invalid("shared_scan", "input plan is missing");
+    }
+    auto node = std::make_unique<PlanNode>();
+    node->kind = PlanKind::shared_scan;
+    for (const std::uint32_t column : columns) {
+        if (column >= subplan->output.size()) {
+            invalid("shared_scan", std::string("the subplan has no column #").append(std::to_string(column)));
+        }
+        node->output.push_back(subplan->output[column]);
+    }
+    node->estimated_rows = subplan->estimated_rows;
+    node->scan_columns = std::move(columns);
+    node->shared = std::move(subplan);
+    return node;
+}
+
 Type window_type(WindowFunction function, const Type &argument) {
     switch (function) {
     case WindowFunction::row_number:

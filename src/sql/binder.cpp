@@ -33,7 +33,8 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
     Block block;
     block.scope.parent = outer;
 
-    // WITH: CTEs are inlined at every reference (bound anew, like a view).
+    // WITH: CTEs are inlined at every reference (bound anew, like a view); the optimizer pass
+    // shared_subplans computes one that is referenced more than once only once.
     if (select.with != nullptr) {
         if (select.with->recursive) {
             fail("WITH RECURSIVE is not supported", select.with->location);
@@ -42,6 +43,8 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
             CteDefinition entry;
             entry.query = definition.query.get();
             entry.column_aliases = definition.columns;
+            entry.name = definition.name;
+            entry.id = ++_cte_count;
             const std::string name = lower(definition.name);
             if (!block.scope.ctes.emplace(name, entry).second) {
                 fail("WITH query name \"" + name + "\" specified more than once", definition.location);

@@ -56,6 +56,9 @@ struct RangeEntry {
 struct CteDefinition {
     const ast::SelectStmt *query{nullptr}; // null: not a SELECT
     std::vector<std::string> column_aliases;
+    std::string name;
+    /// Statement-wide number of the definition (LogicalNode::cte of every reference's plan).
+    std::uint32_t id{0};
 };
 
 /// The names visible in one query block.
@@ -208,11 +211,12 @@ private:
     std::pair<std::size_t, std::size_t> join_column(const Block &block, std::size_t from, std::size_t to,
                                                     const std::string &name, const char *side,
                                                     std::int64_t location);
-    /// A subquery in FROM, or a CTE's query (`cte`: its name is the alias, `cte_columns` its
-    /// column names where the alias gives none). `alias`: nullptr when none is written.
+    /// A subquery in FROM, or a reference to the CTE `cte` defined in `cte_scope` (its name is
+    /// the alias, its column names apply where the alias gives none; its query sees the CTEs
+    /// visible where it is defined). `alias`: nullptr when none is written.
     LogicalPtr bind_derived_table(const ast::SelectStmt *subquery, const ast::Alias *alias,
-                                  std::int64_t location, Block &block, bool cte = false,
-                                  const std::vector<std::string> *cte_columns = nullptr);
+                                  std::int64_t location, Block &block, const CteDefinition *cte = nullptr,
+                                  const Scope *cte_scope = nullptr);
     LogicalPtr one_row_relation();
 
     // binder_where.cpp: WHERE
@@ -294,7 +298,8 @@ private:
     ColumnRegistry &_columns;
     std::shared_ptr<const db::Table> _one_row;
     std::int64_t _statement_location{0};
-    int _query_depth{0}; // nesting of query blocks being bound
+    int _query_depth{0};         // nesting of query blocks being bound
+    std::uint32_t _cte_count{0}; // CTE definitions numbered so far
 };
 
 using ast::max_expression_depth;

@@ -45,8 +45,7 @@ LogicalPtr Binder::bind_table_reference(const ast::RangeVar &range_var, ast::Loc
                 }
             }
             const ast::Alias cte_alias = alias.has_value() ? *alias : ast::Alias{name, {}};
-            return bind_derived_table(it->second.query, &cte_alias, location, block, true,
-                                      &it->second.column_aliases);
+            return bind_derived_table(it->second.query, &cte_alias, location, block, &it->second, scope);
         }
     }
     auto table = _catalog.find(name);
@@ -78,20 +77,21 @@ LogicalPtr Binder::bind_table_reference(const ast::RangeVar &range_var, ast::Loc
 }
 
 LogicalPtr Binder::bind_derived_table(const ast::SelectStmt *subquery, const ast::Alias *alias,
-                                      std::int64_t location, Block &block, bool cte,
-                                      const std::vector<std::string> *cte_columns) {
+                                      std::int64_t location, Block &block, const CteDefinition *cte,
+                                      const Scope *cte_scope) {
     if (subquery == nullptr) {
         fail("only SELECT subqueries are supported in FROM", location);
     }
-    // A derived table sees the enclosing blocks' CTEs but none of their columns (no LATERAL).
+    // A derived table sees the enclosing blocks' CTEs but none of their columns (no LATERAL); a
+    // CTE's query those of where it is defined, so every reference binds the same plan.
     Scope isolated;
-    isolated.ctes = block.scope.ctes;
-    for (Scope *scope = block.scope.parent; scope != nullptr; scope = scope->parent) {
+    for (const Scope *scope = cte_scope != nullptr ? cte_scope : &block.scope; scope != nullptr;
+         scope = scope->parent) {
         for (const auto &[name, definition] : scope->ctes) {
             isolated.ctes.emplace(name, definition);
         }
     }
-    if (cte) {
+    if (cte != nullptr) {
         isolated.binding_ctes.push_back(lower(alias->name));
         for (Scope *scope = &block.scope; scope != nullptr; scope = scope->parent) {
             isolated.binding_ctes.insert(isolated.binding_ctes.end(), scope->binding_ctes.begin(),
@@ -109,8 +109,8 @@ LogicalPtr Binder::bind_derived_table(const ast::SelectStmt *subquery, const ast
     if (alias != nullptr) {
         aliases = alias->columns;
     }
-    if (aliases.empty() && cte_columns != nullptr) {
-        aliases = *cte_columns;
+    if (aliases.empty() && cte != nullptr) {
+        aliases = cte->column_aliases;
     }
     if (aliases.size() > names.size()) {
         fail("\"" + entry.alias + "\" has " + std::to_string(names.size()) + " columns available but " +
@@ -137,7 +137,12 @@ LogicalPtr Binder::bind_derived_table(const ast::SelectStmt *subquery, const ast
         }
     }
     block.scope.entries.push_back(std::move(entry));
-    return make_project(std::move(bound.plan), std::move(expressions), std::move(ids));
+    LogicalPtr plan = make_project(std::move(bound.plan), std::move(expressions), std::move(ids));
+    if (cte != nullptr) {
+        plan->cte = cte->id;
+        plan->alias = cte->name;
+    }
+    return plan;
 }
 
 LogicalPtr Binder::bind_from(const ast::FromItem &item, Block &block) {

@@ -340,6 +340,7 @@ private:
             unsupported("a set operation");
         case LogicalKind::get:
         case LogicalKind::dependent_join:
+        case LogicalKind::shared_scan:
             break;
         }
         unsupported("a reference to a column of the enclosing query outside WHERE");

@@ -122,7 +122,17 @@ LogicalPtr clone_plan(const LogicalNode &node) {
     copy->offset = node.offset;
     copy->rows = node.rows;
     copy->prefetch_whole = node.prefetch_whole;
+    copy->cte = node.cte;
+    copy->shared = node.shared;
     return copy;
+}
+
+LogicalPtr make_shared_scan(std::shared_ptr<SharedPlan> shared, std::vector<ColumnId> output) {
+    auto node = std::make_unique<LogicalNode>();
+    node->kind = LogicalKind::shared_scan;
+    node->shared = std::move(shared);
+    node->output = std::move(output);
+    return node;
 }
 
 LogicalPtr make_aggregate(LogicalPtr child, std::vector<db::ExprPtr> groups, std::vector<ColumnId> group_ids,

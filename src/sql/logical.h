@@ -61,6 +61,9 @@ private:
 /// left's and right's columns, mark is the BOOLEAN column): output = the left's (and the mark).
 /// Only the binder creates it and the optimizer pass decorrelate replaces it by ordinary joins;
 /// no later pass and no physical plan sees one.
+/// shared_scan: the rows of a shared subplan (LogicalNode::shared), which every shared_scan of it
+/// reads and which runs once; output[i] is the subplan's output[i]. Only the optimizer pass
+/// shared_subplans creates it, for a CTE that is referenced more than once.
 enum class LogicalKind : std::uint8_t {
     get,
     filter,
@@ -72,7 +75,8 @@ enum class LogicalKind : std::uint8_t {
     union_all,
     repeat,
     window,
-    dependent_join
+    dependent_join,
+    shared_scan
 };
 
 /// One window function of a window node (all share the node's PARTITION BY / ORDER BY).
@@ -105,11 +109,30 @@ struct LogicalSortKey {
 struct LogicalNode;
 using LogicalPtr = std::unique_ptr<LogicalNode>;
 
+/// A subplan several shared_scan nodes read. It is no child of any of them: the optimizer
+/// rewrites, estimates and decides it once, when it first meets one of its readers (the flags),
+/// and column pruning keeps the union of the columns its readers read.
+struct SharedPlan {
+    LogicalPtr plan;
+    /// Numbered from 1 in the order the pass shared_subplans created them.
+    std::uint32_t id{0};
+    std::string name; // the CTE's
+    bool registered{false};
+    bool rewritten{false};
+    bool decided{false};
+};
+
 struct LogicalNode {
     LogicalKind kind{LogicalKind::get};
     std::vector<LogicalPtr> children;
     /// The columns this node produces, in order.
     std::vector<ColumnId> output;
+
+    /// The binder: this projection is a reference to the CTE definition with this number (its
+    /// name in `alias`); 0 for every other node. The pass shared_subplans reads it.
+    std::uint32_t cte{0};
+    /// shared_scan: the subplan it reads.
+    std::shared_ptr<SharedPlan> shared;
 
     // get: a table (one FROM item); `predicate_conjuncts` are pushed-down filters.
     std::shared_ptr<const db::Table> table;
@@ -189,8 +212,11 @@ struct LogicalNode {
 [[nodiscard]] LogicalPtr make_limit(LogicalPtr child, std::optional<std::uint64_t> limit,
                                     std::uint64_t offset);
 
+/// A reader of `shared` whose columns are `output` (in the order of the subplan's output).
+[[nodiscard]] LogicalPtr make_shared_scan(std::shared_ptr<SharedPlan> shared, std::vector<ColumnId> output);
 /// A deep copy of a plan (same column ids: a copy is only put where the original's columns are
-/// not visible, as a magic set or a decorrelation's copy of the outer relation).
+/// not visible, as a magic set or a decorrelation's copy of the outer relation). A shared_scan's
+/// copy reads the same shared subplan.
 [[nodiscard]] LogicalPtr clone_plan(const LogicalNode &node);
 /// The ColumnIds an expression references (without repetitions, ascending).
 [[nodiscard]] std::vector<ColumnId> columns_of(const db::Expr &expression);

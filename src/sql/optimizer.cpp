@@ -21,6 +21,8 @@ constexpr std::array<OptimizerPass, detail::pass_count> passes{{
     {"decorrelate", true,
      "unnest correlated subqueries (dependent joins: scalar ones, and EXISTS/IN/ANY/ALL ones that "
      "aggregate or limit) into plans grouped by the correlation and joined on it (off: such queries fail)"},
+    {"shared_subplans", true,
+     "compute a CTE that is referenced more than once only once; every reference reads its result"},
     {"fold", true, "split conjunctions, factor conditions shared by all branches of an OR, drop TRUE"},
     {"pushdown", true, "move conditions and semi/anti joins as close to the scans as their columns allow"},
     {"magic_sets", true,
@@ -41,6 +43,7 @@ constexpr std::array<OptimizerPass, detail::pass_count> passes{{
 }};
 
 static_assert(passes[static_cast<std::size_t>(detail::Pass::decorrelate)].name == "decorrelate");
+static_assert(passes[static_cast<std::size_t>(detail::Pass::shared_subplans)].name == "shared_subplans");
 static_assert(passes[static_cast<std::size_t>(detail::Pass::fold)].name == "fold");
 static_assert(passes[static_cast<std::size_t>(detail::Pass::estimates)].name == "estimates");
 static_assert(passes[static_cast<std::size_t>(detail::Pass::scan_prefetch)].name == "scan_prefetch");
@@ -250,7 +253,19 @@ void Optimizer::register_base(const LogicalNode &node) {
     for (const auto &child : node.children) {
         register_base(*child);
     }
-    if (node.kind == LogicalKind::get) {
+    if (node.kind == LogicalKind::shared_scan) {
+        const LogicalNode &plan = *node.shared->plan;
+        if (!node.shared->registered) {
+            node.shared->registered = true;
+            register_base(plan);
+        }
+        for (std::size_t i = 0; i < node.output.size(); ++i) {
+            const auto it = _base.find(plan.output[i]);
+            if (it != _base.end()) {
+                _base[node.output[i]] = it->second;
+            }
+        }
+    } else if (node.kind == LogicalKind::get) {
         for (std::size_t i = 0; i < node.table_columns.size(); ++i) {
             _base[node.table_columns[i]] = BaseColumn{node.table.get(), i};
         }
@@ -376,9 +391,21 @@ LogicalPtr Optimizer::optimize(LogicalPtr root) {
         _notes.push_back("decorrelate: unnested " + std::to_string(unnested) + " dependent join" +
                          (unnested == 1 ? "" : "s"));
     }
+    std::vector<std::shared_ptr<SharedPlan>> shared;
+    if (enabled(Pass::shared_subplans)) {
+        shared = share_subplans(root);
+        for (const auto &subplan : shared) {
+            _notes.push_back("shared subplan #" + std::to_string(subplan->id) + ": CTE " + subplan->name +
+                             " is computed once for all its references");
+        }
+    }
     register_base(*root);
-    // fold, pushdown, magic_sets, equivalences, join_order: per join region, bottom-up.
+    // fold, pushdown, magic_sets, equivalences, join_order: per join region, bottom-up. A shared
+    // subplan is rewritten when the walk meets its first reader.
     root = rewrite(std::move(root));
+    for (const auto &subplan : shared) {
+        rewrite_shared(*subplan); // its readers sit where the walk does not rewrite
+    }
     // estimates: the nodes the region walk has not estimated yet.
     estimate(*root);
     // right_semi_joins, right_outer_joins, bloom_filters, scan_prefetch.
@@ -589,11 +616,26 @@ LogicalPtr Optimizer::rewrite(LogicalPtr node) {
         return rewrite_region(std::move(node));
     case LogicalKind::get:
         return node;
+    case LogicalKind::shared_scan:
+        rewrite_shared(*node->shared);
+        node->rows = -1.0;
+        return node;
     default:
         for (auto &child : node->children) {
             child = rewrite(std::move(child));
         }
         return node;
+    }
+}
+
+void Optimizer::rewrite_shared(SharedPlan &shared) {
+    // Optimized on its own, once, as the root of its own plan: nothing above one reader may move
+    // into it.
+    if (!shared.rewritten) {
+        shared.rewritten = true;
+        shared.plan = rewrite(std::move(shared.plan));
+        reset_estimates(*shared.plan);
+        estimate(*shared.plan);
     }
 }
 
@@ -1716,6 +1758,17 @@ void Optimizer::estimate(LogicalNode &node) {
     case LogicalKind::dependent_join:
         MX_ASSERT(false, "the pass decorrelate replaces every dependent join");
         break;
+    case LogicalKind::shared_scan: {
+        LogicalNode &plan = *node.shared->plan;
+        if (plan.rows < 0) {
+            estimate(plan);
+        }
+        node.rows = plan.rows;
+        for (std::size_t i = 0; i < node.output.size(); ++i) {
+            _columns[node.output[i]].distinct = _columns[plan.output[i]].distinct;
+        }
+        break;
+    }
     case LogicalKind::sort:
     case LogicalKind::limit: {
         double rows = node.children[0]->rows;
@@ -1732,6 +1785,10 @@ void Optimizer::estimate(LogicalNode &node) {
 void Optimizer::decide(LogicalNode &node) {
     for (auto &child : node.children) {
         decide(*child);
+    }
+    if (node.kind == LogicalKind::shared_scan && !node.shared->decided) {
+        node.shared->decided = true;
+        decide(*node.shared->plan);
     }
     if (node.kind == LogicalKind::join) {
         if (!node.optimized) {

@@ -7,6 +7,9 @@
 //   decorrelate      unnests the binder's dependent joins (correlated scalar subqueries) into
 //                    aggregations grouped by the correlation and joined on it (decorrelate.cpp);
 //                    off, a query with a correlated scalar subquery fails with an error,
+//   shared_subplans  a CTE referenced more than once is computed once: its plan becomes a shared
+//                    subplan, optimized on its own, whose result every reference reads
+//                    (shared_subplans.cpp); off, every reference computes its own copy,
 //   fold             splits conjunctions, factors conditions every branch of an OR shares (a
 //                    join key hidden in an OR, TPC-H Q19) and drops TRUE conjuncts (the
 //                    expression factories fold constant subtrees already),
@@ -54,6 +57,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -90,6 +94,7 @@ inline constexpr std::size_t dp_join_max_relations = 10;
 /// The passes in the order they run; the values index optimizer_passes().
 enum class Pass : std::uint8_t {
     decorrelate,
+    shared_subplans,
     fold,
     pushdown,
     magic_sets,
@@ -101,12 +106,16 @@ enum class Pass : std::uint8_t {
     bloom_filters,
     scan_prefetch,
 };
-inline constexpr std::size_t pass_count = 11;
+inline constexpr std::size_t pass_count = 12;
 
 /// The pass decorrelate (decorrelate.cpp): replaces every dependent join of the plan by ordinary
 /// joins and returns how many it replaced. Throws SqlError naming what a correlated subquery
 /// uses that it cannot unnest.
 std::size_t decorrelate(LogicalPtr &root, ColumnRegistry &columns);
+
+/// The pass shared_subplans (shared_subplans.cpp): every CTE that `root` references more than
+/// once becomes a SharedPlan that shared_scan nodes read; returns them in the order it made them.
+std::vector<std::shared_ptr<SharedPlan>> share_subplans(LogicalPtr &root);
 
 class Optimizer {
 public:
@@ -145,6 +154,8 @@ private:
     };
 
     LogicalPtr rewrite(LogicalPtr node);
+    /// rewrite() of a shared subplan, and its estimates, unless done already.
+    void rewrite_shared(SharedPlan &shared);
     LogicalPtr rewrite_region(LogicalPtr node);
     LogicalPtr rewrite_outer_join(LogicalPtr node);
     LogicalPtr place(LogicalPtr leaf, std::vector<db::ExprPtr> conjuncts);

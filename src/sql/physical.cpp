@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -136,9 +137,76 @@ public:
         return result;
     }
 
+    /// Counts the shared_scan nodes of `node`, and of the shared subplans they read, per subplan.
+    void count_readers(const LogicalNode &node) {
+        if (node.kind == LogicalKind::shared_scan) {
+            SharedState &state = _shared[node.shared.get()];
+            if (state.expected++ == 0) {
+                count_readers(*node.shared->plan);
+            }
+        }
+        for (const auto &child : node.children) {
+            count_readers(*child);
+        }
+    }
+    /// Plans every shared subplan once all its readers are planned (they say which of its columns
+    /// it must deliver: the union of theirs) and points the readers at it.
+    void build_shared();
+
 private:
+    /// A shared_scan planned before its subplan: the columns it reads, as the subplan's ids.
+    struct SharedReader {
+        db::PlanNode *node{nullptr};
+        std::vector<ColumnId> subplan_ids;
+    };
+    struct SharedState {
+        std::set<ColumnId> required; // subplan output ids some reader reads
+        std::vector<SharedReader> readers;
+        std::size_t expected{0}; // readers in the whole plan
+        bool built{false};
+    };
+
     const ColumnRegistry &_columns;
+    std::map<const SharedPlan *, SharedState> _shared;
 };
+
+void Planner::build_shared() {
+    for (;;) {
+        const SharedPlan *next = nullptr;
+        bool pending = false;
+        for (const auto &[subplan, state] : _shared) {
+            if (!state.built) {
+                pending = true;
+                if (state.readers.size() == state.expected) {
+                    next = subplan;
+                    break;
+                }
+            }
+        }
+        if (next == nullptr) {
+            if (pending) {
+                throw std::logic_error("planner: a shared subplan's readers were not all planned");
+            }
+            return;
+        }
+        SharedState &state = _shared[next];
+        state.built = true;
+        Result result = build(*next->plan, state.required);
+        const std::shared_ptr<const db::PlanNode> subplan(std::move(result.plan));
+        for (const SharedReader &reader : state.readers) {
+            std::vector<std::uint32_t> columns;
+            for (const ColumnId id : reader.subplan_ids) {
+                columns.push_back(position(result.layout, id));
+            }
+            db::PlanPtr scan = db::plan::shared_scan(subplan, std::move(columns));
+            for (std::size_t i = 0; i < scan->output.size(); ++i) {
+                scan->output[i].name = reader.node->output[i].name;
+            }
+            scan->estimated_rows = reader.node->estimated_rows;
+            *reader.node = std::move(*scan);
+        }
+    }
+}
 
 Planner::Result Planner::build_left_join(const LogicalNode &node, const std::set<ColumnId> &required,
                                          const std::set<ColumnId> &left_needed,
@@ -474,6 +542,38 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
         result.plan->estimated_rows = node.rows;
         return pruned(std::move(result), required, node.rows, prune);
     }
+    case LogicalKind::shared_scan: {
+        // The subplan is planned once all its readers are (build_shared): this node is filled in
+        // then, with the positions of its columns in the subplan's output.
+        const LogicalNode &subplan = *node.shared->plan;
+        SharedState &state = _shared[node.shared.get()];
+        std::vector<std::size_t> picked;
+        for (std::size_t i = 0; i < node.output.size(); ++i) {
+            if (required.count(node.output[i]) > 0 && std::find(result.layout.begin(), result.layout.end(),
+                                                                node.output[i]) == result.layout.end()) {
+                picked.push_back(i);
+                result.layout.push_back(node.output[i]);
+            }
+        }
+        if (picked.empty()) {
+            // Batches need a width to carry their row count.
+            picked.push_back(0);
+            result.layout.push_back(node.output[0]);
+        }
+        auto scan = std::make_unique<db::PlanNode>();
+        scan->kind = db::PlanKind::shared_scan;
+        scan->estimated_rows = node.rows;
+        SharedReader reader{scan.get(), {}};
+        for (const std::size_t i : picked) {
+            const ColumnInfo &column = _columns[node.output[i]];
+            scan->output.push_back(db::OutputColumn{column.name, column.type, column.nullable});
+            reader.subplan_ids.push_back(subplan.output[i]);
+            state.required.insert(subplan.output[i]);
+        }
+        state.readers.push_back(std::move(reader));
+        result.plan = std::move(scan);
+        return result;
+    }
     case LogicalKind::dependent_join:
         throw std::logic_error(
             "planner: a dependent join remains (the optimizer pass decorrelate unnests them)");
@@ -493,8 +593,10 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
 PhysicalPlan plan_physical(const LogicalNode &root, const std::vector<std::string> &names,
                            const ColumnRegistry &columns) {
     Planner planner(columns);
+    planner.count_readers(root);
     const std::set<ColumnId> required(root.output.begin(), root.output.end());
     Planner::Result result = planner.build(root, required);
+    planner.build_shared();
     // The query's columns in select-list order under their select-list names.
     bool exact = result.layout == root.output;
     for (std::size_t i = 0; exact && i < names.size(); ++i) {

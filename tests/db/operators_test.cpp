@@ -799,6 +799,52 @@ TEST_P(OperatorTest, ExplainShowsOperatorsAndPipelines) {
     EXPECT_NE(text.find("rows=100"), std::string::npos) << text;
 }
 
+// ---- shared subplans -----------------------------------------------------------------------------
+
+// One subplan read by two shared_scan nodes (a UNION ALL of both): it runs once, each reader gets
+// every row with its own columns; a sorted subplan stays in order for a limit over a reader.
+TEST_P(OperatorTest, SharedSubplanRunsOnceForEveryReader) {
+    const Rows rows = make_rows(1200, Keys::uniform, test::test_seed());
+    const auto table = make_table(rows);
+    for (const bool fuse : {true, false}) {
+        SCOPED_TRACE(fuse ? "fused" : "separate nodes");
+        const std::shared_ptr<const PlanNode> subplan =
+            plan::scan(table, {0, 4}, expr::is_null(col(0, Type::integer()), true));
+        std::vector<PlanPtr> inputs;
+        inputs.push_back(plan::shared_scan(subplan, {1}));
+        inputs.push_back(plan::project(plan::shared_scan(subplan, {0, 1}),
+                                       {expr::add(col(1, Type::bigint()), expr::constant(Value::bigint(1)))},
+                                       {"b1"}));
+        const PlanPtr both = plan::union_all(std::move(inputs));
+        Rows expected;
+        for (const auto &row : rows) {
+            if (!row[0].null) {
+                expected.push_back({row[4]});
+                expected.push_back({Value::bigint(row[4].i64 + 1)});
+            }
+        }
+        expect_same_multiset(run(both, small_morsels(fuse)).rows, expected);
+        const std::string text = explain(*both);
+        EXPECT_NE(text.find("of shared subplan #1 (below, computed once)"), std::string::npos) << text;
+        EXPECT_NE(text.find("of shared subplan #1 (above)"), std::string::npos) << text;
+        EXPECT_EQ(text.find("Scan t"), text.rfind("Scan t")) << text;               // shown once
+        EXPECT_EQ(text.find("'scan t'"), text.rfind("'scan t'")) << text;           // compiled once
+        EXPECT_NE(text.find("(after 1 'materialize')"), std::string::npos) << text; // readers wait
+    }
+    // Ordered: the top 30 of a sort, read through a reader.
+    const std::vector<SortKey> keys{{1, true, std::nullopt}, {0, false, std::nullopt}};
+    const std::shared_ptr<const PlanNode> sorted = plan::sort(plan::scan(table, {0, 4}), keys);
+    const QueryResult top = run(plan::limit(plan::shared_scan(sorted, {0, 1}), 30));
+    expect_rows(top.rows, oracle_sort(rows, {0, 4}, keys, 30));
+    // An empty subplan: its readers emit nothing.
+    const std::shared_ptr<const PlanNode> none =
+        plan::scan(table, {0}, expr::less(col(0, Type::integer()), expr::constant(Value::integer(-5))));
+    std::vector<PlanPtr> empty_inputs;
+    empty_inputs.push_back(plan::shared_scan(none, {0}));
+    empty_inputs.push_back(plan::shared_scan(none, {0}));
+    EXPECT_EQ(run(plan::union_all(std::move(empty_inputs))).rows.size(), 0U);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, OperatorTest, ::testing::ValuesIn(operator_shapes()), test::shape_name);
 
 // ---- plan builders ----------------------------------------------------------------------------
@@ -839,6 +885,8 @@ TEST(PlanBuilderTest, InvalidPlansAreRejected) {
     const auto table = Table::empty("t", test_schema());
     EXPECT_THROW(static_cast<void>(plan::scan(nullptr, {0})), std::invalid_argument);
     EXPECT_THROW(static_cast<void>(plan::scan(table, {6})), std::invalid_argument);
+    EXPECT_THROW(static_cast<void>(plan::shared_scan(nullptr, {0})), std::invalid_argument);
+    EXPECT_THROW(static_cast<void>(plan::shared_scan(plan::scan(table, {0, 1}), {2})), std::invalid_argument);
     // Column #1 of the scan output is k (INTEGER), not BIGINT.
     EXPECT_THROW(static_cast<void>(plan::scan(table, {4, 0}, expr::is_null(col(1, Type::bigint())))),
                  std::invalid_argument);

@@ -97,7 +97,7 @@ TEST_F(SqlDecorrelate, OtherConditionsUseTheDomainOfTheOuterValues) {
 TEST_F(SqlDecorrelate, ExplainNamesThePass) {
     const std::string sql = "SELECT id FROM t WHERE 3 < (SELECT max(v) FROM u WHERE u.k = t.id)";
     const std::string text = _db.explain(sql);
-    EXPECT_NE(text.find("optimizer passes: decorrelate, fold,"), std::string::npos) << text;
+    EXPECT_NE(text.find("optimizer passes: decorrelate, shared_subplans, fold,"), std::string::npos) << text;
     EXPECT_NE(text.find("decorrelate: unnested 1 dependent join\n"), std::string::npos) << text;
     // Two subqueries, one nested in the other's select list.
     const std::string nested =

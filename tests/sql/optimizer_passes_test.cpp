@@ -14,10 +14,10 @@ namespace {
 
 using Rows = std::vector<std::string>;
 
-const std::vector<std::string> all_passes = {
-    "decorrelate",       "fold",          "pushdown",     "magic_sets",
-    "equivalences",      "join_order",    "estimates",    "right_semi_joins",
-    "right_outer_joins", "bloom_filters", "scan_prefetch"};
+const std::vector<std::string> all_passes = {"decorrelate",       "shared_subplans", "fold",
+                                             "pushdown",          "magic_sets",      "equivalences",
+                                             "join_order",        "estimates",       "right_semi_joins",
+                                             "right_outer_joins", "bloom_filters",   "scan_prefetch"};
 
 DatabaseOptions without(const std::vector<std::string> &passes) {
     DatabaseOptions options;
@@ -83,6 +83,9 @@ const std::vector<PassCase> &pass_cases() {
         // Few big rows find a partner among the small rows with v = 1.
         {"bloom_filters", "SELECT count(*) FROM big, small WHERE big.m = small.id AND small.v = 1"},
         {"scan_prefetch", "SELECT v, m FROM big WHERE id = 5"},
+        // The CTE is read twice: computed once, or once per reference.
+        {"shared_subplans", "WITH c AS (SELECT m, sum(v) AS s FROM big GROUP BY m) SELECT c.m, c.s FROM c "
+                            "WHERE c.s = (SELECT max(s) FROM c)"},
     };
     return cases;
 }
@@ -141,8 +144,10 @@ TEST(OptimizerPasses, TheBooleanOptionsSwitchTheirPasses) {
     create_tables(db);
     EXPECT_NE(
         db.explain("SELECT id FROM small")
-            .find("optimizer passes: decorrelate, fold, equivalences, join_order, estimates, bloom_filters, "
-                  "scan_prefetch (off: pushdown, magic_sets, right_semi_joins, right_outer_joins)\n"),
+            .find(
+                "optimizer passes: decorrelate, shared_subplans, fold, equivalences, join_order, estimates, "
+                "bloom_filters, "
+                "scan_prefetch (off: pushdown, magic_sets, right_semi_joins, right_outer_joins)\n"),
         std::string::npos)
         << db.explain("SELECT id FROM small");
 }
@@ -158,10 +163,10 @@ protected:
 TEST_F(OptimizerPassTest, ExplainListsEveryPassWhenAllRun) {
     const std::string text = _all.explain("SELECT count(*) FROM big, mid WHERE big.m = mid.id");
     EXPECT_NE(
-        text.find(
-            "optimizer passes: decorrelate, fold, pushdown, magic_sets, equivalences, join_order, estimates, "
-            "right_semi_joins, "
-            "right_outer_joins, bloom_filters, scan_prefetch\n"),
+        text.find("optimizer passes: decorrelate, shared_subplans, fold, pushdown, magic_sets, equivalences, "
+                  "join_order, estimates, "
+                  "right_semi_joins, "
+                  "right_outer_joins, bloom_filters, scan_prefetch\n"),
         std::string::npos)
         << text;
     EXPECT_EQ(text.find("(off:"), std::string::npos) << text;

@@ -29,6 +29,9 @@ struct OutputColumn {
 /// union_all: the rows of every child (same column count and types), in no particular order.
 /// repeat: every input row `count` times (the count expression's value; NULL or < 1: dropped),
 /// which turns the per-side counts of INTERSECT ALL / EXCEPT ALL back into rows.
+/// shared_scan: columns of the rows of a subplan (PlanNode::shared) that several shared_scan
+/// nodes of one plan read: the subplan runs once, its result is kept, and every reader scans it
+/// once it is complete (a plan is then a DAG; the subplan is no child of its readers).
 enum class PlanKind : std::uint8_t {
     scan,
     filter,
@@ -39,7 +42,8 @@ enum class PlanKind : std::uint8_t {
     limit,
     union_all,
     repeat,
-    window
+    window,
+    shared_scan
 };
 /// full_outer: a left outer join that also emits every build row without a partner, with NULLs
 /// on the probe side. right_semi / right_anti: the build rows that have / have no probe row
@@ -166,7 +170,8 @@ struct PlanNode {
 
     // scan
     std::shared_ptr<const Table> table;
-    std::vector<std::uint32_t> scan_columns; // table column indices, in output order
+    std::vector<std::uint32_t> scan_columns; // table column indices (shared_scan: the subplan's
+                                             // output columns), in output order
     ExprPtr predicate;                       // scan: over the scanned columns; filter: over the child
     /// scan: the prefetch strategy per entry of scan_columns (the optimizer's choice); empty =
     /// first_lines for every column. ExecutionOptions may override it for a whole run.
@@ -202,6 +207,9 @@ struct PlanNode {
     // ORDER BY of the window
     std::vector<std::uint32_t> partition_columns;
     std::vector<WindowSpec> windows;
+
+    // shared_scan: the subplan, shared by all its readers
+    std::shared_ptr<const PlanNode> shared;
 };
 
 /// Plan construction with output schemas computed from the children. Throw std::invalid_argument
@@ -229,6 +237,10 @@ namespace plan {
 /// hash-partitioned by `partition` (column indices), each partition sorted by `order`.
 [[nodiscard]] PlanPtr window(PlanPtr child, std::vector<std::uint32_t> partition, std::vector<SortKey> order,
                              std::vector<WindowSpec> functions);
+/// Columns of a subplan that other shared_scan nodes of the same plan may read as well (pass them
+/// the same pointer): it runs once. Output: the subplan's `columns` (indices into its output).
+[[nodiscard]] PlanPtr shared_scan(std::shared_ptr<const PlanNode> subplan,
+                                  std::vector<std::uint32_t> columns);
 /// Result type of a window function over an argument type (rank/count: BIGINT, lag/lead/
 /// first_value/last_value: the argument's, aggregates: aggregate_type).
 [[nodiscard]] Type window_type(WindowFunction function, const Type &argument);

@@ -226,6 +226,8 @@ Compiled compile_kind(Compiler &compiler, const PlanNode &node) {
         return compile_repeat(compiler, node);
     case PlanKind::window:
         return compile_window(compiler, node);
+    case PlanKind::shared_scan:
+        return compile_shared_scan(compiler, node);
     }
     throw std::invalid_argument("plan node of unknown kind");
 }

@@ -6,8 +6,9 @@
 //
 // Conventions every operator follows:
 //   - A token between operators carries a heap-allocated Batch; the consuming task takes
-//     ownership (BatchNode::consume hands it over as a unique_ptr). Plans are trees, so a node's
-//     output goes to exactly one consumer (no fan-out of batches). Send batches only through
+//     ownership (BatchNode::consume hands it over as a unique_ptr). A node's output goes to
+//     exactly one consumer (no fan-out of batches; a shared subplan's result is kept by one node
+//     that its readers scan). Send batches only through
 //     OperatorNode::emit: it runs the fused stages. A cancelled run hands the batches of the
 //     consume tasks it skips to BatchNode::discard, which frees them.
 //   - A batch's vectors may be views into table fragments (the executor keeps every table of the
@@ -24,6 +25,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -224,6 +226,9 @@ struct Compiler {
     const ExecutionOptions &options;
     /// Filled by compile() for every plan node it compiles (nullptr: not recorded).
     std::vector<std::pair<const PlanNode *, CompiledPlanNode>> *compiled{nullptr};
+    /// Shared subplans compiled so far: the node that keeps each one's result, and whether its
+    /// batches are numbered in order.
+    std::map<const PlanNode *, std::pair<dataflow::NodeId, bool>> shared{};
 };
 
 /// The dataflow node that emits the output batches of a compiled plan node.
@@ -262,6 +267,9 @@ Compiled compile_union_all(Compiler &compiler, const PlanNode &node);
 Compiled compile_repeat(Compiler &compiler, const PlanNode &node);
 /// Window functions (src/db/operators/window.cpp).
 Compiled compile_window(Compiler &compiler, const PlanNode &node);
+/// A reader of a shared subplan (src/db/operators/shared.cpp): compiles the subplan and the node
+/// that keeps its result at its first reader, and makes every reader's pipeline depend on it.
+Compiled compile_shared_scan(Compiler &compiler, const PlanNode &node);
 /// A sort with another limit/offset than the plan node's (LIMIT folded into the sort below it).
 Compiled compile_sort_with(Compiler &compiler, const PlanNode &node, std::optional<std::uint64_t> limit,
                            std::uint64_t offset);

@@ -319,14 +319,7 @@ TEST_P(AggregateKernelTest, EmptyInput) {
 }
 
 std::vector<test::RuntimeShape> kernel_shapes() {
-    std::vector<test::RuntimeShape> shapes;
-    for (const auto &shape : test::runtime_shapes()) {
-        const std::string name = shape.name;
-        if (name == "workers1" || name == "workers2" || name == "workers4") {
-            shapes.push_back(shape);
-        }
-    }
-    return shapes;
+    return test::runtime_shapes_named({"workers1", "workers2", "workers4"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AggregateKernelTest, ::testing::ValuesIn(kernel_shapes()), test::shape_name);

@@ -354,14 +354,7 @@ TEST_P(AggregateMergeTest, HavingKeepsTheGroupsItAccepts) {
 }
 
 std::vector<test::RuntimeShape> merge_shapes() {
-    std::vector<test::RuntimeShape> shapes;
-    for (const auto &shape : test::runtime_shapes()) {
-        const std::string name = shape.name;
-        if (name == "workers1" || name == "workers2" || name == "workers4" || name == "workers8") {
-            shapes.push_back(shape);
-        }
-    }
-    return shapes;
+    return test::runtime_shapes_named({"workers1", "workers2", "workers4", "workers8"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AggregateMergeTest, ::testing::ValuesIn(merge_shapes()), test::shape_name);

@@ -191,14 +191,7 @@ AggregateSpec agg(AggregateFunction function, ExprPtr argument, std::string name
 // ---- fixture --------------------------------------------------------------------------------
 
 std::vector<test::RuntimeShape> operator_shapes() {
-    std::vector<test::RuntimeShape> shapes;
-    for (const auto &shape : test::runtime_shapes()) {
-        const std::string name = shape.name;
-        if (name == "workers1" || name == "workers2" || name == "workers4" || name == "numa2x1") {
-            shapes.push_back(shape);
-        }
-    }
-    return shapes;
+    return test::runtime_shapes_named({"workers1", "workers2", "workers4", "numa2x1"});
 }
 
 class OperatorTest : public test::RuntimeFixture {

@@ -6,17 +6,20 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -134,6 +137,18 @@ inline std::vector<RuntimeShape> runtime_shapes() {
         {"numa2x2", std::nullopt, "2x2", 4, 2},
         {"numa4x2", std::nullopt, "4x2", 8, 4},
     };
+}
+
+/// The shapes among runtime_shapes() with these names, in that list's order (suites that are too
+/// slow for all of them pick a few).
+inline std::vector<RuntimeShape> runtime_shapes_named(std::initializer_list<std::string_view> names) {
+    std::vector<RuntimeShape> shapes;
+    for (const auto &shape : runtime_shapes()) {
+        if (std::find(names.begin(), names.end(), std::string_view(shape.name)) != names.end()) {
+            shapes.push_back(shape);
+        }
+    }
+    return shapes;
 }
 
 inline std::string shape_name(const ::testing::TestParamInfo<RuntimeShape> &info) { return info.param.name; }

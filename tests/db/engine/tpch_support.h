@@ -255,14 +255,7 @@ inline db::ExprPtr integer(std::int64_t value) { return db::expr::constant(db::V
 
 /// Runtime shapes the query tests run on.
 inline std::vector<RuntimeShape> shapes() {
-    std::vector<RuntimeShape> result;
-    for (const auto &shape : runtime_shapes()) {
-        const std::string name = shape.name;
-        if (name == "workers1" || name == "workers2" || name == "workers4" || name == "numa2x1") {
-            result.push_back(shape);
-        }
-    }
-    return result;
+    return runtime_shapes_named({"workers1", "workers2", "workers4", "numa2x1"});
 }
 
 /// Fixture of the query tests: the tables, a runtime of the parameter's shape, a query runner.

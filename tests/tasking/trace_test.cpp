@@ -953,7 +953,7 @@ TEST_P(TraceTest, UnwritablePathIsAnErrorAndTheRuntimeGoesOn) {
         runtime().spawn(*runtime().new_task<LeafTask>(_leaves_ran));
     }
     runtime().wait();
-    const std::string path = ::testing::TempDir() + "mx_trace_test.csv";
+    const std::string path = ::testing::TempDir() + "mx_trace_test_" + GetParam().name + ".csv";
     const auto written = runtime().stop_trace(path);
     EXPECT_TRUE(written.ok()) << written.error;
     EXPECT_GE(written.events, 1U);

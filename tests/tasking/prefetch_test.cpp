@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstddef>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "mx/tasking/detail/prefetch.h"
@@ -35,6 +38,44 @@ TEST(PrefetchLines, MaskNamesEachLineOnceInOrder) {
     EXPECT_EQ(lines_of(0b100101), (std::vector<std::size_t>{0, 2, 5}));
     EXPECT_EQ(lines_of(~std::uint64_t{0} >> 4U).size(), 60U);
     EXPECT_EQ(lines_of(std::uint64_t{1} << 59U), (std::vector<std::size_t>{59}));
+}
+
+class OneLineTask final : public Task {
+public:
+    TaskResult execute(TaskContext &) noexcept override { return TaskResult::done(); }
+};
+
+template <std::size_t PayloadBytes>
+class SizedTask final : public Task {
+public:
+    TaskResult execute(TaskContext &) noexcept override { return TaskResult::done(); }
+
+private:
+    [[maybe_unused]] std::array<std::byte, PayloadBytes> _payload{};
+};
+
+// The worker prefetches the lines of a task object after its first with the task's data; the
+// count shares a byte with the allocation's size class, which must come back unchanged.
+TEST(PrefetchDescriptor, LinesAndSizeClassShareTheByte) {
+    using mx::tasking::detail::RuntimeCore;
+    Runtime runtime{RuntimeConfig{.workers = 1}};
+    const auto check = [&runtime]<class T>(std::type_identity<T>, std::uint32_t lines_beyond_first) {
+        Task *task = runtime.new_task<T>();
+        EXPECT_TRUE(task->is_runtime_owned()) << sizeof(T);
+        EXPECT_EQ(RuntimeCore::size_class_of(*task), mx::memory::size_class_of(sizeof(T))) << sizeof(T);
+        EXPECT_EQ(RuntimeCore::descriptor_lines_beyond_first(*task), lines_beyond_first) << sizeof(T);
+        runtime.delete_task(*task); // frees through the size class read back from the byte
+    };
+    static_assert(sizeof(OneLineTask) == 64 && sizeof(SizedTask<64>) == 128 && sizeof(SizedTask<128>) == 192);
+    check(std::type_identity<OneLineTask>{}, 0);
+    check(std::type_identity<SizedTask<64>>{}, 1);
+    check(std::type_identity<SizedTask<128>>{}, 2);
+    check(std::type_identity<SizedTask<192>>{}, 3);
+    check(std::type_identity<SizedTask<960>>{}, 3);  // 1 KiB: capped
+    check(std::type_identity<SizedTask<4032>>{}, 3); // oversized: aligned new and delete
+    SizedTask<64> outside; // not allocated by the runtime: its size is unknown to the worker
+    EXPECT_FALSE(outside.is_runtime_owned());
+    EXPECT_EQ(RuntimeCore::descriptor_lines_beyond_first(outside), 0U);
 }
 
 TEST(PrefetchSlots, EqualCostsGiveAFixedDistance) {

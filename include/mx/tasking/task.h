@@ -190,8 +190,10 @@ private:
         std::uint8_t target_region{any_region};
         Priority priority{Priority::normal};
         AccessMode access{AccessMode::none};
-        // Runtime bookkeeping. Size class of the allocation (memory::TaskAllocator) or
-        // not_runtime_owned, written by the allocating thread before the first spawn.
+        // Runtime bookkeeping, written by the allocating thread before the first spawn:
+        // not_runtime_owned, or the allocation's size class (memory::TaskAllocator; bits 0-2,
+        // 7 for oversized) and the cache lines the task object spans beyond its first, at most 3
+        // (bits 3-4), which the worker prefetches with the task's data.
         std::uint8_t size_class{not_runtime_owned};
         // Epoch stamp for memory reclamation, written by the dispatching thread at spawn and read
         // by the executing worker.

@@ -397,10 +397,25 @@ public:
         _oversized_live.fetch_add(delta, std::memory_order_relaxed);
     }
 
-    static void mark_runtime_owned(Task &task, std::uint8_t size_class) noexcept {
-        task._h.size_class = size_class;
+    /// `object_bytes`: sizeof the task's class. Packed as Task::Header::size_class describes.
+    static void mark_runtime_owned(Task &task, std::uint8_t size_class, std::size_t object_bytes) noexcept {
+        const std::size_t lines_beyond_first =
+            std::min<std::size_t>((object_bytes - 1) / system::cache_line_size, max_descriptor_lines_ahead);
+        const std::uint8_t size_bits = size_class == memory::oversized_class ? oversized_bits : size_class;
+        task._h.size_class = static_cast<std::uint8_t>(size_bits | lines_beyond_first << 3U);
     }
-    static std::uint8_t size_class_of(const Task &task) noexcept { return task._h.size_class; }
+    static std::uint8_t size_class_of(const Task &task) noexcept {
+        const auto size_bits = static_cast<std::uint8_t>(task._h.size_class & 7U);
+        return size_bits == oversized_bits ? memory::oversized_class : size_bits;
+    }
+    /// Cache lines of the task object after its first (0 for tasks the runtime did not allocate:
+    /// their size is unknown), capped at max_descriptor_lines_ahead.
+    static std::uint32_t descriptor_lines_beyond_first(const Task &task) noexcept {
+        return task.is_runtime_owned() ? (task._h.size_class >> 3U) & 3U : 0U;
+    }
+    static constexpr std::size_t max_descriptor_lines_ahead = 3;
+    static constexpr std::uint8_t oversized_bits = 7;
+    static_assert(memory::size_class_count < oversized_bits, "size classes fit in bits 0-2");
     static void set_epoch(Task &task, std::uint8_t epoch) noexcept { task._h.epoch = epoch; }
     /// The spawn time stamp of a traced task: the counter's low 40 bits (they wrap after about
     /// six minutes at 3 GHz, far beyond a queue time), 0 = never stamped.
@@ -634,7 +649,7 @@ T *construct_task(RuntimeCore &core, Allocate &&allocate, Args &&...args) noexce
         out_of_task_memory();
     }
     T *task = new (memory) T(std::forward<Args>(args)...);
-    RuntimeCore::mark_runtime_owned(*task, size_class);
+    RuntimeCore::mark_runtime_owned(*task, size_class, sizeof(T));
     return task;
 }
 

@@ -317,7 +317,7 @@ private:
     /// and it reads them in place of the outer columns.
     struct Carried {
         LogicalPtr plan;
-        Domain domain; // plan: unused
+        Domain domain; // its plan is part of `plan`
         bool one_row{false};
     };
 

@@ -13,6 +13,27 @@ void Binder::fail(const std::string &message, std::int64_t location) const {
 
 BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Correlation correlation,
                                bool exists) {
+    BoundQuery bound = bind_block(select, outer, correlation, exists);
+    if (correlation == Correlation::semi_join && bound.correlation.empty() && outer != nullptr) {
+        // A subquery nested in this one reads the enclosing query (a reference two or more levels
+        // up, or a comparison with its column inside this block): no join above this block can
+        // give it the value, so the block is the right side of a dependent join.
+        std::set<ColumnId> enclosing;
+        for (const Scope *scope = outer; scope != nullptr; scope = scope->parent) {
+            for (const RangeEntry &entry : scope->entries) {
+                enclosing.insert(entry.ids.begin(), entry.ids.end());
+                enclosing.insert(entry.merged.begin(), entry.merged.end());
+            }
+        }
+        if (plan_reads_any(*bound.plan, enclosing)) {
+            return bind_block(select, outer, Correlation::dependent, false);
+        }
+    }
+    return bound;
+}
+
+BoundQuery Binder::bind_block(const ast::SelectStmt &select, Scope *outer, Correlation correlation,
+                              bool exists) {
     struct DepthGuard {
         int &depth;
         ~DepthGuard() { --depth; }
@@ -72,18 +93,26 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
     }
 
     BoundQuery result;
+    // Subqueries in the select list, GROUP BY, HAVING and ORDER BY bound below may reference the
+    // enclosing query too (two or more levels up): settled again once they are.
+    const auto settle_correlation = [&] {
+        if (!block.scope.outer_references.empty() && correlation == Correlation::none) {
+            fail("correlated subqueries are not supported here", -1);
+        }
+        if (correlation == Correlation::dependent) {
+            result.correlation.assign(block.scope.outer_references.begin(),
+                                      block.scope.outer_references.end());
+            std::sort(result.correlation.begin(), result.correlation.end());
+        }
+    };
     // Correlation: EXISTS and IN take the conjuncts over the enclosing block's columns out of
     // the block (their join applies them); a scalar subquery keeps them in its WHERE and becomes
     // the right side of a dependent join, which the optimizer pass decorrelate unnests.
     {
+        settle_correlation();
         const std::set<ColumnId> outer_ids(block.scope.outer_references.begin(),
                                            block.scope.outer_references.end());
-        if (!outer_ids.empty() && correlation == Correlation::none) {
-            fail("correlated subqueries are not supported here", -1);
-        }
-        if (correlation == Correlation::dependent) {
-            result.correlation.assign(outer_ids.begin(), outer_ids.end());
-        } else if (correlation == Correlation::semi_join) {
+        if (correlation == Correlation::semi_join) {
             std::vector<db::ExprPtr> local;
             for (auto &conjunct : block.where_conjuncts) {
                 const auto ids = columns_of(*conjunct);
@@ -119,7 +148,8 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
                                (count->value().null || (integer && count->value().i64 >= 1));
         limited = !some_rows;
     }
-    if (correlation == Correlation::semi_join && !result.correlated.empty() && (aggregate || limited)) {
+    const bool correlated = !block.scope.outer_references.empty();
+    if (correlation == Correlation::semi_join && correlated && (aggregate || limited)) {
         // The aggregation or LIMIT must see the rows of one outer row only, which a join on the
         // correlation above the block cannot ensure: the whole block is the right side of a
         // dependent join (the optimizer pass decorrelate unnests it).
@@ -129,7 +159,7 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
     if (exists) {
         // EXISTS looks at rows only: the select list, ORDER BY and DISTINCT do not matter.
         tree = join_and_filter(std::move(tree), block);
-        if (result.correlated.empty() && (aggregate || !sort_clause.empty() || limited || select.distinct)) {
+        if (!correlated && (aggregate || !sort_clause.empty() || limited || select.distinct)) {
             // Evaluate the whole block and test it for rows (rare; bound as a normal query).
             return bind_select(select, outer, Correlation::none, false);
         }
@@ -361,6 +391,7 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
         result.single_row = !has_from && select.where == nullptr;
     }
 
+    settle_correlation();
     if (!windows.empty()) {
         if (!result.correlation.empty() || !result.correlated.empty()) {
             // Decorrelation groups or joins on the correlation after the fact; a window over the
@@ -485,6 +516,7 @@ BoundQuery Binder::bind_select(const ast::SelectStmt &select, Scope *outer, Corr
         tree = make_project(std::move(tree), std::move(kept), kept_ids);
         ids = kept_ids;
     }
+    settle_correlation();
     result.plan = std::move(tree);
     for (std::size_t i = 0; i < visible; ++i) {
         result.names.push_back(names[i]);

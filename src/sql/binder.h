@@ -12,8 +12,9 @@
 //   - EXISTS, IN and x op ANY/ALL elsewhere (under OR, in CASE, SELECT, HAVING) become mark
 //     joins: a BOOLEAN column per subquery, combined into SQL's three-valued answer; ANY/ALL
 //     with an ordering operator over an uncorrelated subquery compare with its min/max instead,
-//   - correlated EXISTS, IN and ANY/ALL whose subquery aggregates or limits its rows become
-//     dependent semi, anti and mark joins, which decorrelate unnests like the scalar ones,
+//   - correlated EXISTS, IN and ANY/ALL whose subquery aggregates or limits its rows, or holds a
+//     subquery that reads a column two or more levels up, become dependent semi, anti and mark
+//     joins, which decorrelate unnests like the scalar ones,
 //   - a correlated scalar subquery that is an operand of a WHERE comparison may drop the outer
 //     rows without a value (an inner dependent join); elsewhere every outer row is kept (a left
 //     outer one).
@@ -66,7 +67,8 @@ struct Scope {
     Scope *parent{nullptr};
     std::vector<RangeEntry> entries;
     std::map<std::string, CteDefinition> ctes; // lower-case name
-    /// Columns of the parent block this block referenced (correlation).
+    /// Columns of enclosing blocks this block referenced (correlation), also those that a
+    /// subquery nested in it references further up.
     std::vector<ColumnId> outer_references;
     /// Where outer references may appear (only WHERE, whose conjuncts can be decorrelated).
     bool outer_allowed{false};
@@ -135,6 +137,9 @@ public:
     [[noreturn]] void fail(const std::string &message, std::int64_t location) const;
 
 private:
+    /// bind_select without its check for a semi-join subquery that must be a dependent one.
+    BoundQuery bind_block(const ast::SelectStmt &select, Scope *outer, Correlation correlation, bool exists);
+
     struct AggregateState {
         std::vector<db::ExprPtr> groups;
         std::vector<ColumnId> group_ids;

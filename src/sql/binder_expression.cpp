@@ -422,17 +422,20 @@ Bound Binder::bind_column_ref(const ast::ColumnRef &ref, ast::Location location,
             }
             continue;
         }
-        if (level == 1) {
+        if (level >= 1) {
             if (!context.scope->outer_allowed) {
                 fail("correlated reference to \"" + shown + "\" is only supported in WHERE", location);
             }
-            auto &outer = context.scope->outer_references;
-            if (std::find(outer.begin(), outer.end(), *found) == outer.end()) {
-                outer.push_back(*found);
+            // Every block between here and the column's reads it from its enclosing query: a
+            // block in between holds the reference inside a subquery of its own, which makes it a
+            // dependent join (bind_select) that the optimizer pass decorrelate unnests.
+            Scope *reader = context.scope;
+            for (int step = 0; step < level; ++step, reader = reader->parent) {
+                auto &outer = reader->outer_references;
+                if (std::find(outer.begin(), outer.end(), *found) == outer.end()) {
+                    outer.push_back(*found);
+                }
             }
-        } else if (level > 1) {
-            fail("correlated reference to \"" + shown + "\" two or more query levels up is not supported",
-                 location);
         }
         Bound result;
         result.expr = _columns.ref(*found);

@@ -52,18 +52,6 @@ db::ExprPtr three_valued(db::ExprPtr matched, db::ExprPtr unknown) {
 
 db::ExprPtr Binder::add_mark(Context &context, LogicalPtr right, std::vector<db::ExprPtr> conjuncts,
                              bool dependent) {
-    // The mark join sits inside this block: it cannot read the enclosing query's columns, which
-    // only a correlation conjunct of the block's WHERE carries out of it.
-    const auto &outer = context.scope->outer_references;
-    for (const auto &conjunct : conjuncts) {
-        for (const ColumnId id : columns_of(*conjunct)) {
-            if (std::find(outer.begin(), outer.end(), id) != outer.end()) {
-                fail("a subquery compared with a column of an enclosing query (\"" + _columns[id].name +
-                         "\") is not supported inside another subquery",
-                     -1);
-            }
-        }
-    }
     const ColumnId mark = _columns.add("mark", db::Type::boolean(), false);
     if (dependent) {
         right = make_dependent_join(db::JoinKind::mark, nullptr, std::move(right));
@@ -82,8 +70,10 @@ void Binder::regroup(LogicalNode &plan, Context &context, std::int64_t location)
     if (!context.after_aggregate) {
         return;
     }
-    // Only WHERE conjuncts, hence filters, read the enclosing block.
-    if (plan.kind == LogicalKind::filter) {
+    // WHERE conjuncts (filters) read the enclosing block, and the conditions of the joins that
+    // subqueries nested in the subquery became.
+    if (plan.kind == LogicalKind::filter || plan.kind == LogicalKind::join ||
+        plan.kind == LogicalKind::dependent_join) {
         plan.conjuncts = correlate(std::move(plan.conjuncts), context, location);
     }
     for (auto &child : plan.children) {

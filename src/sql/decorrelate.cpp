@@ -16,6 +16,12 @@
 // join, whose rows without a group read the subquery's value over no rows (count() is 0, not
 // NULL: the count bug). A dependent semi, anti or mark join becomes the same join on the keys and
 // its own conditions (the IN / ANY comparisons).
+// A subquery nested in the subquery that reads the outer side as well (a reference two or more
+// levels up) leaves the outer columns in several places once the inner dependent join is unnested
+// (for which they are free variables): in join conditions, on both sides of joins, below an
+// aggregate. Then the dependent join goes down to every node that reads them (unnest_domain): the
+// domain is crossed with each subtree that stops reading them, and every node above carries it
+// (aggregations group by it, joins match their sides' domains NULL-safe).
 
 #include <algorithm>
 #include <functional>
@@ -48,6 +54,25 @@ struct Unnested {
     bool null_safe{false};
     /// The plan yields at most one row per key.
     bool one_row{false};
+};
+
+/// The distinct values of the outer columns a subquery reads (a DISTINCT over a copy of the outer
+/// side) and the constant TRUE, which tells an outer join's rows that met a group.
+struct Domain {
+    LogicalPtr plan;
+    /// Outer column -> its domain column.
+    std::map<ColumnId, ColumnId> to_domain;
+    ColumnId present{0};
+
+    /// The keys of a plan that carries the domain: outer column = domain column, then TRUE.
+    [[nodiscard]] std::vector<Key> keys(const ColumnRegistry &columns) const {
+        std::vector<Key> result;
+        for (const auto &[outer, column] : to_domain) {
+            result.push_back(Key{columns.ref(outer), columns.ref(column)});
+        }
+        result.push_back(Key{db::expr::constant(db::Value::boolean(true)), columns.ref(present)});
+        return result;
+    }
 };
 
 /// A column's values of one row, for the subquery's value over no rows.
@@ -104,32 +129,12 @@ private:
         const auto ids = columns_of(expression);
         return std::any_of(ids.begin(), ids.end(), [&](ColumnId id) { return _outer.count(id) > 0; });
     }
-    [[nodiscard]] bool any_reads_outer(const std::vector<db::ExprPtr> &expressions) const {
-        return std::any_of(expressions.begin(), expressions.end(),
-                           [&](const db::ExprPtr &e) { return e != nullptr && reads_outer(*e); });
-    }
     /// Whether the node itself (not its children) reads an outer column.
     [[nodiscard]] bool node_reads_outer(const LogicalNode &node) const {
-        if (any_reads_outer(node.conjuncts) || any_reads_outer(node.expressions) ||
-            any_reads_outer(node.groups) || any_reads_outer(node.left_keys) ||
-            any_reads_outer(node.right_keys)) {
-            return true;
-        }
-        const auto outer = [&](ColumnId id) { return _outer.count(id) > 0; };
-        return std::any_of(node.aggregates.begin(), node.aggregates.end(),
-                           [&](const LogicalAggregate &a) {
-                               return a.argument != nullptr && reads_outer(*a.argument);
-                           }) ||
-               std::any_of(node.partition.begin(), node.partition.end(), outer) ||
-               std::any_of(node.windows.begin(), node.windows.end(), [&](const LogicalWindowFunction &w) {
-                   return (w.argument.has_value() && outer(*w.argument)) ||
-                          (w.default_value.has_value() && outer(*w.default_value));
-               });
+        return node_reads_any(node, _outer);
     }
     [[nodiscard]] bool subtree_reads_outer(const LogicalNode &node) const {
-        return node_reads_outer(node) ||
-               std::any_of(node.children.begin(), node.children.end(),
-                           [&](const LogicalPtr &child) { return subtree_reads_outer(*child); });
+        return plan_reads_any(node, _outer);
     }
 
     /// The columns the subquery's plan reads from the outer side (whose output is `left`).
@@ -175,6 +180,14 @@ private:
         return db::expr::constant(out.value(0));
     }
 
+    /// An aggregate's value over no rows: count() 0, every other NULL.
+    [[nodiscard]] db::Value over_no_rows(const LogicalAggregate &aggregate) const {
+        const bool count = aggregate.function == db::AggregateFunction::count_star ||
+                           aggregate.function == db::AggregateFunction::count ||
+                           aggregate.function == db::AggregateFunction::count_distinct;
+        return count ? db::Value::bigint(0) : db::Value::null_of(_columns[aggregate.output].type);
+    }
+
     /// The row of a projection or of a DISTINCT's groups: each expression over the child's row.
     Row evaluate_row(const std::vector<db::ExprPtr> &expressions, const std::vector<ColumnId> &output,
                      const Row &child) const {
@@ -193,11 +206,7 @@ private:
             if (node.groups.empty()) {
                 Row row;
                 for (const auto &aggregate : node.aggregates) {
-                    const bool count = aggregate.function == db::AggregateFunction::count_star ||
-                                       aggregate.function == db::AggregateFunction::count ||
-                                       aggregate.function == db::AggregateFunction::count_distinct;
-                    row[aggregate.output] =
-                        count ? db::Value::bigint(0) : db::Value::null_of(_columns[aggregate.output].type);
+                    row[aggregate.output] = over_no_rows(aggregate);
                 }
                 return row;
             }
@@ -235,6 +244,268 @@ private:
         default:
             return std::nullopt;
         }
+    }
+
+    /// The domain of the outer columns the subquery reads, from a copy of `left`, with fresh
+    /// column ids (every copy of it in one plan has its own).
+    Domain make_domain(const LogicalNode &left) {
+        Domain domain;
+        std::vector<db::ExprPtr> groups;
+        std::vector<ColumnId> group_ids;
+        for (const ColumnId id : _outer) {
+            groups.push_back(_columns.ref(id));
+            group_ids.push_back(_columns.add(_columns[id].name, _columns[id].type, true));
+            domain.to_domain[id] = group_ids.back();
+        }
+        domain.present = _columns.add("present", db::Type::boolean(), true);
+        groups.push_back(db::expr::constant(db::Value::boolean(true)));
+        group_ids.push_back(domain.present);
+        domain.plan = make_aggregate(clone_plan(left), std::move(groups), std::move(group_ids), {});
+        return domain;
+    }
+
+    /// x = y where NULL equals NULL, still as hash keys: coalesce(x, zero) = coalesce(y, zero)
+    /// AND (x IS NULL) = (y IS NULL).
+    static void null_safe_equal(const db::ExprPtr &x, const db::ExprPtr &y, std::vector<db::ExprPtr> &out) {
+        db::Value zero = db::Value::null_of(x->type());
+        zero.null = false;
+        out.push_back(db::expr::equal(db::expr::coalesce({x, db::expr::constant(zero)}),
+                                      db::expr::coalesce({y, db::expr::constant(zero)})));
+        out.push_back(db::expr::equal(db::expr::is_null(x), db::expr::is_null(y)));
+    }
+
+    /// Whether the subquery reads the outer columns where unnest cannot take them out (a filter
+    /// over a plan that reads them as well, a join condition, both sides of a join, the inner
+    /// side of a semi, anti, mark or outer join, an expression): correlated subqueries nested in
+    /// the subquery that read the outer side too. The domain of the outer values then goes
+    /// where they are read (unnest_domain).
+    [[nodiscard]] bool needs_domain(const LogicalNode &node, bool root = true) const {
+        if (!subtree_reads_outer(node)) {
+            return false;
+        }
+        switch (node.kind) {
+        case LogicalKind::filter:
+            if (node_reads_outer(node)) {
+                return subtree_reads_outer(*node.children[0]);
+            }
+            return needs_domain(*node.children[0], root);
+        case LogicalKind::aggregate:
+            // Grouped by the keys, an aggregate without GROUP BY has no row for an outer value
+            // without input rows; only at the top does the join with the outer side give it one.
+            return node_reads_outer(node) || (!root && node.groups.empty()) ||
+                   needs_domain(*node.children[0], false);
+        case LogicalKind::project:
+            return node_reads_outer(node) || needs_domain(*node.children[0], root);
+        case LogicalKind::sort:
+            return needs_domain(*node.children[0], root);
+        case LogicalKind::join: {
+            const bool left_reads = subtree_reads_outer(*node.children[0]);
+            const bool right_reads = subtree_reads_outer(*node.children[1]);
+            if (node_reads_outer(node) || (left_reads && right_reads) ||
+                (right_reads && node.join_kind != db::JoinKind::inner)) {
+                return true;
+            }
+            return left_reads ? needs_domain(*node.children[0], root)
+                              : needs_domain(*node.children[1], false);
+        }
+        default:
+            return false;
+        }
+    }
+
+    /// A plan that carries a domain of the outer values: its output has the domain's columns,
+    /// and it reads them in place of the outer columns.
+    struct Carried {
+        LogicalPtr plan;
+        Domain domain; // its plan is part of `plan`
+        bool one_row{false};
+    };
+
+    static db::ExprPtr read_domain(const db::ExprPtr &expression, const Domain &domain) {
+        return db::expr::remap_columns(expression, [&](std::uint32_t id) {
+            const auto it = domain.to_domain.find(id);
+            return it == domain.to_domain.end() ? id : it->second;
+        });
+    }
+    static std::vector<db::ExprPtr> read_domain(std::vector<db::ExprPtr> expressions, const Domain &domain) {
+        for (auto &expression : expressions) {
+            expression = read_domain(expression, domain);
+        }
+        return expressions;
+    }
+
+    /// Neumann and Kemper's general unnesting: the dependent join pushed down the subquery's plan
+    /// to every node that reads the outer side, where the domain of the outer values is joined
+    /// to the node's input (a cross product: every input row for every outer value), and above
+    /// which every node carries the domain along (an aggregation groups by it, a join matches
+    /// its inputs' domains).
+    Carried unnest_domain(LogicalPtr node, const LogicalNode &left, bool root) {
+        if (!subtree_reads_outer(*node)) {
+            Carried result;
+            result.domain = make_domain(left);
+            result.one_row = always_one_row(*node);
+            result.plan = make_join(db::JoinKind::inner, std::move(node), std::move(result.domain.plan), {});
+            return result;
+        }
+        switch (node->kind) {
+        case LogicalKind::filter: {
+            Carried below = unnest_domain(std::move(node->children[0]), left, root);
+            below.plan =
+                make_filter(std::move(below.plan), read_domain(std::move(node->conjuncts), below.domain));
+            return below;
+        }
+        case LogicalKind::project: {
+            Carried below = unnest_domain(std::move(node->children[0]), left, root);
+            std::vector<db::ExprPtr> expressions = read_domain(std::move(node->expressions), below.domain);
+            std::vector<ColumnId> ids = node->output;
+            for (const auto &entry : below.domain.to_domain) {
+                expressions.push_back(_columns.ref(entry.second));
+                ids.push_back(entry.second);
+            }
+            expressions.push_back(_columns.ref(below.domain.present));
+            ids.push_back(below.domain.present);
+            below.plan = make_project(std::move(below.plan), std::move(expressions), std::move(ids));
+            return below;
+        }
+        case LogicalKind::aggregate: {
+            Carried below = unnest_domain(std::move(node->children[0]), left, false);
+            // The domain groups first, under new ids (an aggregation's outputs are its own).
+            std::vector<db::ExprPtr> groups;
+            std::vector<ColumnId> ids;
+            const auto group_by = [&](ColumnId &column) {
+                groups.push_back(_columns.ref(column));
+                column = _columns.add(_columns[column].name, _columns[column].type, true);
+                ids.push_back(column);
+            };
+            std::vector<db::ExprPtr> own = read_domain(std::move(node->groups), below.domain);
+            for (auto &aggregate : node->aggregates) {
+                if (aggregate.argument != nullptr) {
+                    aggregate.argument = read_domain(aggregate.argument, below.domain);
+                }
+            }
+            for (auto &entry : below.domain.to_domain) {
+                group_by(entry.second);
+            }
+            group_by(below.domain.present);
+            below.one_row = own.empty();
+            groups.insert(groups.end(), own.begin(), own.end());
+            ids.insert(ids.end(), node->output.begin(),
+                       node->output.begin() + static_cast<std::ptrdiff_t>(own.size()));
+            if (root || !below.one_row) {
+                below.plan = make_aggregate(std::move(below.plan), std::move(groups), std::move(ids),
+                                            std::move(node->aggregates));
+                return below;
+            }
+            return complete(std::move(below), std::move(groups), std::move(ids), std::move(node->aggregates),
+                            left);
+        }
+        case LogicalKind::sort: {
+            if (node->limit.has_value() || node->offset > 0) {
+                unsupported("LIMIT or OFFSET");
+            }
+            Carried below = unnest_domain(std::move(node->children[0]), left, root);
+            below.plan = make_sort(std::move(below.plan), std::move(node->sort_keys));
+            return below;
+        }
+        case LogicalKind::join:
+            return unnest_domain_join(std::move(node), left, root);
+        case LogicalKind::limit:
+            unsupported("LIMIT or OFFSET");
+        case LogicalKind::window:
+            unsupported("a window function");
+        case LogicalKind::union_all:
+        case LogicalKind::repeat:
+            unsupported("a set operation");
+        case LogicalKind::get:
+        case LogicalKind::dependent_join:
+        case LogicalKind::shared_scan:
+            break;
+        }
+        unsupported("a reference to a column of the enclosing query here");
+    }
+
+    /// An aggregate without GROUP BY below the top of the subquery: a row for every outer value,
+    /// also one without input rows (count() 0, every other aggregate NULL), which grouping by
+    /// the domain alone leaves out: a fresh domain left outer joined with the groups.
+    Carried complete(Carried below, std::vector<db::ExprPtr> groups, std::vector<ColumnId> ids,
+                     std::vector<LogicalAggregate> aggregates, const LogicalNode &left) {
+        std::vector<db::ExprPtr> expressions;
+        std::vector<ColumnId> outputs;
+        const ColumnId met = below.domain.present;
+        Domain all = make_domain(left);
+        for (const auto &[outer, column] : all.to_domain) {
+            expressions.push_back(_columns.ref(column));
+            outputs.push_back(column);
+        }
+        expressions.push_back(_columns.ref(all.present));
+        outputs.push_back(all.present);
+        for (auto &aggregate : aggregates) {
+            const db::Value empty = over_no_rows(aggregate);
+            const ColumnId value = aggregate.output;
+            aggregate.output = _columns.add(_columns[value].name, _columns[value].type, true);
+            _columns[value].nullable = _columns[value].nullable || empty.null;
+            expressions.push_back(empty.null ? _columns.ref(aggregate.output)
+                                             : db::expr::case_when({{db::expr::is_null(_columns.ref(met)),
+                                                                     db::expr::constant(empty)}},
+                                                                   _columns.ref(aggregate.output)));
+            outputs.push_back(value);
+        }
+        std::vector<db::ExprPtr> condition;
+        for (const auto &[outer, column] : all.to_domain) {
+            null_safe_equal(_columns.ref(column), _columns.ref(below.domain.to_domain.at(outer)), condition);
+        }
+        LogicalPtr groups_plan =
+            make_aggregate(std::move(below.plan), std::move(groups), std::move(ids), std::move(aggregates));
+        Carried result;
+        result.plan = make_project(make_join(db::JoinKind::left_outer, std::move(all.plan),
+                                             std::move(groups_plan), std::move(condition)),
+                                   std::move(expressions), std::move(outputs));
+        result.domain = std::move(all);
+        result.one_row = true;
+        return result;
+    }
+
+    /// A join under the domain: the side that reads the outer columns carries it; where both do
+    /// (or the preserved side of a semi, anti, mark or left outer join must, to tell the inner
+    /// side's rows of each outer value apart), each carries its own copy and the join matches
+    /// them, NULL-safe. The condition reads the left side's.
+    Carried unnest_domain_join(LogicalPtr node, const LogicalNode &left, bool root) {
+        const bool left_reads = subtree_reads_outer(*node->children[0]);
+        const bool right_reads = subtree_reads_outer(*node->children[1]);
+        const db::JoinKind kind = node->join_kind;
+        if (kind == db::JoinKind::full_outer) {
+            unsupported("a FULL JOIN over a correlated input");
+        }
+        std::vector<db::ExprPtr> condition = std::move(node->conjuncts);
+        if (kind == db::JoinKind::inner && !left_reads && right_reads && !node_reads_outer(*node)) {
+            Carried right = unnest_domain(std::move(node->children[1]), left, false);
+            right.one_row = right.one_row && always_one_row(*node->children[0]);
+            right.plan = make_join(kind, std::move(node->children[0]), std::move(right.plan),
+                                   read_domain(std::move(condition), right.domain));
+            return right;
+        }
+        Carried result = unnest_domain(std::move(node->children[0]), left, root);
+        condition = read_domain(std::move(condition), result.domain);
+        LogicalPtr right_plan = std::move(node->children[1]);
+        bool right_one_row = always_one_row(*right_plan);
+        if (right_reads) {
+            Carried right = unnest_domain(std::move(right_plan), left, false);
+            for (const auto &[outer, column] : result.domain.to_domain) {
+                null_safe_equal(_columns.ref(column), _columns.ref(right.domain.to_domain.at(outer)),
+                                condition);
+            }
+            right_plan = std::move(right.plan);
+            right_one_row = right.one_row;
+        }
+        // Joins above an aggregation are the binder's: scalar subqueries (at most one row per
+        // row) and marks, which keep its rows.
+        result.one_row = result.one_row && (kind != db::JoinKind::inner || right_one_row);
+        result.plan =
+            kind == db::JoinKind::mark
+                ? make_mark_join(std::move(result.plan), std::move(right_plan), std::move(condition),
+                                 node->mark)
+                : make_join(kind, std::move(result.plan), std::move(right_plan), std::move(condition));
+        return result;
     }
 
     /// The subquery's plan with the correlation as extra output columns (the keys), no longer
@@ -391,32 +662,30 @@ private:
             // The domain: the distinct outer values the subquery reads (and TRUE, which tells the
             // outer join's rows that met a group), joined to the filter's input; the conditions
             // read them in place of the outer columns.
-            result.keys.clear();
-            std::vector<db::ExprPtr> groups;
-            std::vector<ColumnId> group_ids;
-            std::map<ColumnId, ColumnId> to_domain;
-            for (const ColumnId id : _outer) {
-                groups.push_back(_columns.ref(id));
-                group_ids.push_back(_columns.add(_columns[id].name, _columns[id].type, true));
-                to_domain[id] = group_ids.back();
-                result.keys.push_back(Key{_columns.ref(id), _columns.ref(group_ids.back())});
-            }
-            const ColumnId present = _columns.add("present", db::Type::boolean(), true);
-            groups.push_back(db::expr::constant(db::Value::boolean(true)));
-            group_ids.push_back(present);
-            result.keys.push_back(Key{db::expr::constant(db::Value::boolean(true)), _columns.ref(present)});
+            Domain domain = make_domain(left);
+            result.keys = domain.keys(_columns);
             result.null_safe = true;
-            input =
-                make_join(db::JoinKind::inner, std::move(input),
-                          make_aggregate(clone_plan(left), std::move(groups), std::move(group_ids), {}), {});
+            input = make_join(db::JoinKind::inner, std::move(input), std::move(domain.plan), {});
             for (const auto &conjunct : correlated) {
-                local.push_back(db::expr::remap_columns(conjunct, [&](std::uint32_t id) {
-                    const auto it = to_domain.find(id);
-                    return it == to_domain.end() ? id : it->second;
-                }));
+                local.push_back(read_domain(conjunct, domain));
             }
         }
         result.plan = local.empty() ? std::move(input) : make_filter(std::move(input), std::move(local));
+        return result;
+    }
+
+    /// The subquery's plan unnested: by unnest where it reads the outer columns in one filter
+    /// (and the joins above it), else by unnest_domain.
+    Unnested unnest_any(LogicalPtr right, const LogicalNode &left) {
+        if (!needs_domain(*right)) {
+            return unnest(std::move(right), left);
+        }
+        Carried carried = unnest_domain(std::move(right), left, true);
+        Unnested result;
+        result.plan = std::move(carried.plan);
+        result.keys = carried.domain.keys(_columns);
+        result.null_safe = true;
+        result.one_row = carried.one_row;
         return result;
     }
 
@@ -427,15 +696,7 @@ private:
         for (const Key &key : unnested.keys) {
             try {
                 if (unnested.null_safe && key.outer->kind() != db::ExprKind::constant) {
-                    // NULL-safe and still hash keys: coalesce(x, zero) = coalesce(y, zero) AND
-                    // (x IS NULL) = (y IS NULL).
-                    db::Value zero = db::Value::null_of(key.outer->type());
-                    zero.null = false;
-                    condition.push_back(
-                        db::expr::equal(db::expr::coalesce({key.outer, db::expr::constant(zero)}),
-                                        db::expr::coalesce({key.inner, db::expr::constant(zero)})));
-                    condition.push_back(
-                        db::expr::equal(db::expr::is_null(key.outer), db::expr::is_null(key.inner)));
+                    null_safe_equal(key.outer, key.inner, condition);
                 } else {
                     condition.push_back(db::expr::equal(key.outer, key.inner));
                 }
@@ -496,7 +757,7 @@ private:
             }
             }
         }
-        Unnested unnested = unnest(std::move(right), *left);
+        Unnested unnested = unnest_any(std::move(right), *left);
         std::vector<db::ExprPtr> condition = key_condition(unnested);
         condition.insert(condition.end(), node->conjuncts.begin(), node->conjuncts.end());
         return quantified_join(*node, std::move(left), std::move(unnested.plan), std::move(condition));
@@ -530,7 +791,7 @@ private:
                 empty_value = db::expr::constant(it->second);
             }
         }
-        Unnested unnested = unnest(std::move(right), *left);
+        Unnested unnested = unnest_any(std::move(right), *left);
         if (!unnested.one_row) {
             // Several rows per correlation value would be an error, which TunaDB does not check.
             throw SqlError("correlated scalar subqueries may GROUP BY only their correlation columns");

@@ -87,6 +87,35 @@ LogicalPtr attach_dependent(LogicalPtr tree, LogicalPtr join) {
     return join;
 }
 
+bool node_reads_any(const LogicalNode &node, const std::set<ColumnId> &ids) {
+    const auto read = [&](ColumnId id) { return ids.count(id) > 0; };
+    const auto expression_reads = [&](const db::ExprPtr &e) {
+        if (e == nullptr) {
+            return false;
+        }
+        const auto columns = columns_of(*e);
+        return std::any_of(columns.begin(), columns.end(), read);
+    };
+    const auto list_reads = [&](const std::vector<db::ExprPtr> &list) {
+        return std::any_of(list.begin(), list.end(), expression_reads);
+    };
+    return list_reads(node.conjuncts) || list_reads(node.expressions) || list_reads(node.groups) ||
+           list_reads(node.left_keys) || list_reads(node.right_keys) ||
+           std::any_of(node.aggregates.begin(), node.aggregates.end(),
+                       [&](const LogicalAggregate &a) { return expression_reads(a.argument); }) ||
+           std::any_of(node.partition.begin(), node.partition.end(), read) ||
+           std::any_of(node.windows.begin(), node.windows.end(), [&](const LogicalWindowFunction &w) {
+               return (w.argument.has_value() && read(*w.argument)) ||
+                      (w.default_value.has_value() && read(*w.default_value));
+           });
+}
+
+bool plan_reads_any(const LogicalNode &node, const std::set<ColumnId> &ids) {
+    return node_reads_any(node, ids) ||
+           std::any_of(node.children.begin(), node.children.end(),
+                       [&](const LogicalPtr &child) { return plan_reads_any(*child, ids); });
+}
+
 bool contains_dependent_join(const LogicalNode &node) noexcept {
     return node.kind == LogicalKind::dependent_join ||
            std::any_of(node.children.begin(), node.children.end(),

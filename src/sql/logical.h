@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -224,6 +225,11 @@ struct LogicalNode {
 void split_conjuncts(const db::ExprPtr &expression, std::vector<db::ExprPtr> &out);
 /// Structural equality (same operators, constants, column ids and types).
 [[nodiscard]] bool same_expression(const db::Expr &a, const db::Expr &b);
+/// Whether the node itself (not its children) reads one of `ids`: in its conditions, expressions,
+/// group keys, join keys, aggregate arguments or window columns.
+[[nodiscard]] bool node_reads_any(const LogicalNode &node, const std::set<ColumnId> &ids);
+/// Whether the node or a node below it reads one of `ids` (a shared subplan is no child).
+[[nodiscard]] bool plan_reads_any(const LogicalNode &node, const std::set<ColumnId> &ids);
 /// Whether some node of the plan is a dependent join.
 [[nodiscard]] bool contains_dependent_join(const LogicalNode &node) noexcept;
 /// Whether the expression is the constant TRUE.

@@ -1,9 +1,10 @@
 // The optimizer pass decorrelate: correlated scalar subqueries (dependent joins) in WHERE, under
 // OR, in SELECT and HAVING, with equality and other correlation, the count bug (an outer row
 // without inner rows reads count() 0, not NULL), correlated EXISTS / IN / ANY / ALL whose
-// subquery aggregates (dependent semi, anti and mark joins), what it does not unnest (clear
-// errors), and the pass switched off (a clear error, EXPLAIN names it). The expected answers are
-// DuckDB's for the same tables and queries.
+// subquery aggregates (dependent semi, anti and mark joins), subqueries that read columns two or
+// more query levels up (the domain of the outer values joined in where they are read), what it
+// does not unnest (clear errors), and the pass switched off (a clear error, EXPLAIN names it). The
+// expected answers are DuckDB's for the same tables and queries.
 
 #include <string>
 #include <vector>
@@ -22,6 +23,16 @@ void make_tables(Database &db) {
                "INSERT INTO t VALUES (1, 10), (2, 10), (3, 20), (4, NULL);"
                "INSERT INTO u VALUES (1, 5), (1, 7), (3, 2), (NULL, 4)");
 }
+
+// w.k 1, 3, 3, NULL, 5; w.g 10, 10, 20, 20, NULL: the third level.
+void make_third_table(Database &db) {
+    db.execute("CREATE TABLE w (k INTEGER, g INTEGER);"
+               "INSERT INTO w VALUES (1, 10), (3, 10), (3, 20), (NULL, 20), (5, NULL)");
+}
+
+constexpr const char *nested_exists =
+    "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.id AND EXISTS "
+    "(SELECT 1 FROM w WHERE w.k = u.k AND w.g = t.g)) ORDER BY id";
 
 DatabaseOptions without_decorrelate() {
     DatabaseOptions options;
@@ -195,6 +206,71 @@ TEST_F(SqlDecorrelate, WhatItCannotUnnestIsAClearError) {
               std::string::npos);
 }
 
+TEST_F(SqlDecorrelate, ReferencesTwoLevelsUp) {
+    make_third_table(_db);
+    EXPECT_EQ(rows(nested_exists), (Rows{"1", "3"}));
+    // count() over an outer row without inner rows is 0 (t.id 2 and 4).
+    EXPECT_EQ(rows("SELECT id, (SELECT count(*) FROM u WHERE u.k = t.id AND EXISTS (SELECT 1 FROM w WHERE "
+                   "w.k = u.k AND w.g = t.g)) FROM t ORDER BY id"),
+              (Rows{"1|2", "2|0", "3|1", "4|0"}));
+    // A scalar subquery that reads only the outermost query, inside the middle one: a count()
+    // over no rows is 0 there too (t.g NULL).
+    EXPECT_EQ(rows("SELECT id, (SELECT count(*) FROM u WHERE u.v > (SELECT count(*) FROM w WHERE w.g = t.g)) "
+                   "FROM t ORDER BY id"),
+              (Rows{"1|3", "2|3", "3|3", "4|4"}));
+    EXPECT_EQ(rows("SELECT id, (SELECT sum(v) FROM u WHERE u.k <= (SELECT count(*) FROM w WHERE w.g = t.g)) "
+                   "FROM t ORDER BY id"),
+              (Rows{"1|12", "2|12", "3|12", "4|NULL"}));
+    // The outer reference under OR, with a NULL outer value.
+    EXPECT_EQ(rows("SELECT id, (SELECT count(*) FROM u WHERE EXISTS (SELECT 1 FROM w WHERE w.k = u.k AND "
+                   "(w.g = t.g OR t.g IS NULL))) FROM t ORDER BY id"),
+              (Rows{"1|3", "2|3", "3|1", "4|3"}));
+}
+
+TEST_F(SqlDecorrelate, InAnyAllTwoLevelsUp) {
+    make_third_table(_db);
+    EXPECT_EQ(rows("SELECT id, g IN (SELECT w.g FROM w WHERE w.k IN (SELECT u.k FROM u WHERE u.v > t.id)) "
+                   "FROM t ORDER BY id"),
+              (Rows{"1|true", "2|true", "3|false", "4|NULL"}));
+    EXPECT_EQ(rows("SELECT id, g NOT IN (SELECT w.g FROM w WHERE EXISTS (SELECT 1 FROM u WHERE u.k = w.k AND "
+                   "u.v < t.id * 3)) FROM t ORDER BY id"),
+              (Rows{"1|false", "2|false", "3|false", "4|NULL"}));
+    EXPECT_EQ(rows("SELECT id, g > ALL (SELECT w.g FROM w WHERE w.k = (SELECT max(u.k) FROM u WHERE u.v >= "
+                   "t.id)) FROM t ORDER BY id"),
+              (Rows{"1|false", "2|false", "3|true", "4|NULL"}));
+}
+
+TEST_F(SqlDecorrelate, ThreeLevels) {
+    make_third_table(_db);
+    const std::string sql =
+        "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.id AND EXISTS (SELECT "
+        "1 FROM w WHERE w.k = u.k AND EXISTS (SELECT 1 FROM u AS x WHERE x.k = w.k AND x.v > "
+        "t.g - 8))) ORDER BY id";
+    EXPECT_EQ(rows(sql), (Rows{"1"}));
+    // The innermost subquery and the middle one each become a dependent join.
+    const std::string text = _db.explain(sql);
+    EXPECT_NE(text.find("decorrelate: unnested 2 dependent joins\n"), std::string::npos) << text;
+}
+
+TEST_F(SqlDecorrelate, NestedFormsItCannotUnnestAreAClearError) {
+    make_third_table(_db);
+    EXPECT_NE(
+        error("SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.id AND u.v > (SELECT max(w.g) "
+              "FROM w WHERE w.k = u.k AND w.g > t.g LIMIT 1))")
+            .find("LIMIT or OFFSET (in a correlated subquery) is not supported"),
+        std::string::npos);
+    EXPECT_NE(
+        error("SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE EXISTS (SELECT w.k FROM w WHERE w.g = "
+              "t.g UNION SELECT k FROM u))")
+            .find("correlated subqueries are not supported here"),
+        std::string::npos);
+    EXPECT_NE(
+        error("SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.v IN (SELECT row_number() OVER () "
+              "FROM w WHERE w.g = t.g))")
+            .find("window functions in correlated subqueries are not supported"),
+        std::string::npos);
+}
+
 TEST(SqlDecorrelateOff, CorrelatedScalarSubqueriesAreAClearError) {
     tasking::Runtime runtime(small_runtime_config());
     Database off(runtime, without_decorrelate());
@@ -225,6 +301,25 @@ TEST(SqlDecorrelateOff, CorrelatedScalarSubqueriesAreAClearError) {
         rows_of(off.query("SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.id) ORDER BY id")),
         (Rows{"1", "3"}));
     EXPECT_NE(off.explain("SELECT id FROM t").find("(off: decorrelate)\n"), std::string::npos);
+}
+
+TEST(SqlDecorrelateOff, ReferencesTwoLevelsUpAreAClearError) {
+    tasking::Runtime runtime(small_runtime_config());
+    Database off(runtime, without_decorrelate());
+    make_tables(off);
+    make_third_table(off);
+    try {
+        off.query(nested_exists);
+        FAIL() << "a nested correlated subquery ran without decorrelate";
+    } catch (const SqlError &error) {
+        EXPECT_NE(error.message().find("'decorrelate', which is switched off"), std::string::npos)
+            << error.message();
+    }
+    // With the pass on, the same database answers it.
+    Database on(runtime);
+    make_tables(on);
+    make_third_table(on);
+    EXPECT_EQ(rows_of(on.query(nested_exists)), (Rows{"1", "3"}));
 }
 
 } // namespace mx::sql::test

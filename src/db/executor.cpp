@@ -198,7 +198,11 @@ void describe_node(const PlanNode &node, const ExecutionOptions &options, const 
         }
         break;
     case PlanKind::hash_join:
-        text.append("HashJoin ").append(join_kind_name(node.join_kind)).append(" probe [");
+        text.append("HashJoin ").append(join_kind_name(node.join_kind));
+        if (node.count_matches) {
+            text.append(" counting matches AS ").append(node.output.back().name);
+        }
+        text.append(" probe [");
         append_list(text, node.probe_keys);
         text.append("] = build [");
         append_list(text, node.build_keys);

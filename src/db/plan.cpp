@@ -211,6 +211,17 @@ PlanPtr hash_join(PlanPtr probe, PlanPtr build, JoinKind kind, std::vector<ExprP
     return node;
 }
 
+PlanPtr count_join(PlanPtr probe, PlanPtr build, std::vector<ExprPtr> probe_keys,
+                   std::vector<ExprPtr> build_keys, ExprPtr residual, std::string count_name) {
+    std::vector<OutputColumn> output = build != nullptr ? build->output : std::vector<OutputColumn>{};
+    PlanPtr node = hash_join(std::move(probe), std::move(build), JoinKind::right_outer, std::move(probe_keys),
+                             std::move(build_keys), std::move(residual));
+    node->count_matches = true;
+    output.push_back(OutputColumn{std::move(count_name), Type::bigint(), false});
+    node->output = std::move(output);
+    return node;
+}
+
 PlanPtr aggregate(PlanPtr child, std::vector<ExprPtr> groups, std::vector<std::string> group_names,
                   std::vector<AggregateSpec> aggregates) {
     check_child("aggregate", child);

@@ -144,6 +144,7 @@ LogicalPtr clone_plan(const LogicalNode &node) {
     copy->optimized = node.optimized;
     copy->groups = node.groups;
     copy->aggregates = node.aggregates;
+    copy->count_join = node.count_join;
     copy->sort_keys = node.sort_keys;
     copy->partition = node.partition;
     copy->windows = node.windows;

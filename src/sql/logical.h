@@ -166,6 +166,9 @@ struct LogicalNode {
     // aggregate: output = group ids, then aggregate ids
     std::vector<db::ExprPtr> groups;
     std::vector<LogicalAggregate> aggregates;
+    /// The physical planner may turn a right outer join below into a count join (pass
+    /// count_joins, docs/design/sql.md). Set by the optimizer.
+    bool count_join{false};
 
     // sort (optional limit makes it a top-N) and limit
     std::vector<LogicalSortKey> sort_keys;

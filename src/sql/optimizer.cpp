@@ -37,6 +37,10 @@ constexpr std::array<OptimizerPass, detail::pass_count> passes{{
      "hash the outer side of a semi/anti join that is much smaller than its subquery"},
     {"right_outer_joins", true,
      "hash the preserved side of a left outer join that is much smaller than its nullable side"},
+    {"count_joins", true,
+     "count the probe rows per build row in a right outer join whose aggregation groups by build "
+     "columns and counts a probe column (a group join; the aggregation then sums one count per "
+     "build row)"},
     {"bloom_filters", true, "give a join whose probe rows mostly miss a Bloom filter"},
     {"scan_prefetch", true,
      "prefetch a highly selective scan's predicate columns entirely, the others per row"},
@@ -1789,6 +1793,9 @@ void Optimizer::decide(LogicalNode &node) {
     if (node.kind == LogicalKind::shared_scan && !node.shared->decided) {
         node.shared->decided = true;
         decide(*node.shared->plan);
+    }
+    if (node.kind == LogicalKind::aggregate) {
+        node.count_join = enabled(Pass::count_joins);
     }
     if (node.kind == LogicalKind::join) {
         if (!node.optimized) {

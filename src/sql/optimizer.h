@@ -103,10 +103,11 @@ enum class Pass : std::uint8_t {
     estimates,
     right_semi_joins,
     right_outer_joins,
+    count_joins,
     bloom_filters,
     scan_prefetch,
 };
-inline constexpr std::size_t pass_count = 12;
+inline constexpr std::size_t pass_count = 13;
 
 /// The pass decorrelate (decorrelate.cpp): replaces every dependent join of the plan by ordinary
 /// joins and returns how many it replaced. Throws SqlError naming what a correlated subquery

@@ -103,6 +103,93 @@ public:
         return plan;
     }
 
+    /// An aggregation over a right outer join (below a projection of columns at most) that groups
+    /// by build columns and counts one probe column: the join counts the probe rows per build
+    /// row (db::plan::count_join, over the probe rows whose counted column is not NULL), and the
+    /// aggregation sums those counts per group, cast back to count's BIGINT. Every group holds at
+    /// least one build row, so no sum is NULL, and a build row without a match counts 0 as
+    /// count() of its NULL-padded row does. TPC-H Q13 then hashes no 1.35 M join rows into a
+    /// table of 150 K customers. Null (and `input` untouched) when the plan has another shape.
+    static db::PlanPtr count_join(db::PlanPtr &input, const std::vector<db::ExprPtr> &groups,
+                                  const std::vector<std::string> &names,
+                                  const std::vector<db::AggregateSpec> &aggregates, double rows) {
+        if (groups.empty() || aggregates.size() != 1 ||
+            aggregates[0].function != db::AggregateFunction::count || aggregates[0].argument == nullptr ||
+            aggregates[0].argument->kind() != db::ExprKind::column || !only_column_references(groups)) {
+            return nullptr;
+        }
+        // Positions in the join's output of the input's columns.
+        db::PlanNode *join = input.get();
+        std::vector<std::uint32_t> positions;
+        if (join->kind == db::PlanKind::project && only_column_references(join->expressions)) {
+            for (const auto &expression : join->expressions) {
+                positions.push_back(expression->column_index());
+            }
+            join = join->children[0].get();
+        } else {
+            for (std::uint32_t i = 0; i < join->output.size(); ++i) {
+                positions.push_back(i);
+            }
+        }
+        if (join->kind != db::PlanKind::hash_join || join->join_kind != db::JoinKind::right_outer ||
+            join->count_matches) {
+            return nullptr;
+        }
+        const auto probe_width = static_cast<std::uint32_t>(join->children[0]->output.size());
+        const std::uint32_t counted = positions[aggregates[0].argument->column_index()];
+        if (counted >= probe_width) {
+            return nullptr;
+        }
+        std::vector<std::uint32_t> group_columns;
+        for (const auto &group : groups) {
+            const std::uint32_t position = positions[group->column_index()];
+            if (position < probe_width) {
+                return nullptr;
+            }
+            group_columns.push_back(position - probe_width);
+        }
+
+        db::PlanPtr probe = std::move(join->children[0]);
+        db::PlanPtr build = std::move(join->children[1]);
+        const double probe_rows = probe->estimated_rows;
+        const double build_rows = build->estimated_rows;
+        if (probe->output[counted].nullable) {
+            const db::OutputColumn &column = probe->output[counted];
+            probe = db::plan::filter(
+                std::move(probe),
+                db::expr::is_null(db::expr::column(counted, column.type, column.name), true));
+            probe->estimated_rows = probe_rows;
+        }
+        const auto build_width = static_cast<std::uint32_t>(build->output.size());
+        db::PlanPtr joined = db::plan::count_join(std::move(probe), std::move(build), join->probe_keys,
+                                                  join->build_keys, join->residual, aggregates[0].name);
+        joined->bloom_filter = join->bloom_filter;
+        joined->join_strategy = join->join_strategy;
+        joined->estimated_rows = build_rows;
+
+        std::vector<db::ExprPtr> sum_groups;
+        for (const std::uint32_t column : group_columns) {
+            const db::OutputColumn &output = joined->output[column];
+            sum_groups.push_back(db::expr::column(column, output.type, output.name));
+        }
+        db::AggregateSpec sum;
+        sum.function = db::AggregateFunction::sum;
+        sum.argument = db::expr::column(build_width, db::Type::bigint(), aggregates[0].name);
+        sum.name = aggregates[0].name;
+        db::PlanPtr summed = db::plan::aggregate(std::move(joined), std::move(sum_groups), names, {sum});
+        summed->estimated_rows = rows;
+        std::vector<db::ExprPtr> expressions;
+        std::vector<std::string> output_names = names;
+        for (std::uint32_t i = 0; i < summed->output.size(); ++i) {
+            const db::OutputColumn &output = summed->output[i];
+            expressions.push_back(db::expr::column(i, output.type, output.name));
+        }
+        expressions.back() = db::expr::cast(expressions.back(), db::Type::bigint());
+        output_names.push_back(aggregates[0].name);
+        input.reset();
+        return project_on(std::move(summed), std::move(expressions), std::move(output_names), rows);
+    }
+
     /// Drops output columns nobody above reads (a projection of column references).
     Result pruned(Result input, const std::set<ColumnId> &required, double rows, bool enabled = true) {
         if (!enabled) {
@@ -418,6 +505,13 @@ Planner::Result Planner::build(const LogicalNode &node, const std::set<ColumnId>
             spec.separator = aggregate.separator;
             spec.order = aggregate.order;
             aggregates.push_back(std::move(spec));
+        }
+        if (node.count_join) {
+            if (db::PlanPtr counted = count_join(child.plan, groups, names, aggregates, node.rows)) {
+                result.plan = std::move(counted);
+                result.layout = node.output;
+                return result;
+            }
         }
         result.plan = db::plan::aggregate(std::move(child.plan), std::move(groups), std::move(names),
                                           std::move(aggregates));

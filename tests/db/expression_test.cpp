@@ -724,6 +724,25 @@ TEST(ExpressionLike, FindSubstringAgreesWithStringFind) {
                   std::string_view(text).find(needle, from))
             << "'" << text << "' find '" << needle << "' from " << from;
     }
+    // Every match position and start in texts of 16 to 48 windows: the full blocks, the last
+    // block that overlaps them (only the windows from the start on count) and a second match
+    // after the first.
+    for (const std::string needle : {"special", "sl", "requests"}) {
+        for (std::size_t length = needle.size() + 15; length <= needle.size() + 47; ++length) {
+            for (std::size_t at = 0; at + needle.size() <= length; ++at) {
+                std::string haystack(length, 's');
+                haystack.replace(at, needle.size(), needle);
+                if (at >= needle.size()) {
+                    haystack.replace(0, needle.size(), needle);
+                }
+                for (std::size_t from = 0; from <= length; ++from) {
+                    ASSERT_EQ(mx::db::detail::find_substring(haystack, needle, from),
+                              std::string_view(haystack).find(needle, from))
+                        << "'" << haystack << "' find '" << needle << "' from " << from;
+                }
+            }
+        }
+    }
     // A match in the last window, found by the byte loop after the 16-window blocks.
     const std::string text = std::string(40, 'x') + "special";
     EXPECT_EQ(mx::db::detail::find_substring(text, "special"), 40U);

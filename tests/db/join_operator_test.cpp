@@ -824,6 +824,76 @@ TEST_P(HashJoinTest, RightOuterEqualsLeftOuterWithSidesSwapped) {
     }
 }
 
+TEST_P(HashJoinTest, CountJoinCountsThePartnersOfEveryBuildRow) {
+    // B right outer join A (A hashed) counting matches: every A row once, NULL keys and
+    // duplicates included, with the number of B rows that meet it through key and residual.
+    const std::uint64_t seed = test::test_seed();
+    const auto draw = [](std::mt19937_64 &r) { return static_cast<std::int64_t>(r() % 400) - 50; };
+    struct Shape {
+        const char *name;
+        std::size_t a_rows;
+        std::size_t b_rows;
+        bool residual;
+    };
+    const Shape shapes[] = {{"duplicates", 700, 1800, false}, {"residual", 900, 1500, true},
+                            {"empty a", 0, 1200, false},      {"empty b", 800, 0, true},
+                            {"small b", 1500, 40, true},      {"big b", 300, 5000, false}};
+    for (const Shape &shape : shapes) {
+        // A: (pk, ps, pv), B: (bk, bs, bw, bt); random_case's NULL keys come every 8 rows.
+        const JoinCase c = random_case(seed, shape.a_rows, shape.b_rows, draw, 8);
+        const auto a_table = make_table("a", c.probe_columns, c.probe);
+        const auto b_table = make_table("b", c.build_columns, c.build);
+        std::vector<std::string> expected;
+        for (const Row &a : c.probe) {
+            std::int64_t count = 0;
+            for (const Row &b : c.build) {
+                // B.bw > A.pv; a NULL bw fails it.
+                const bool key = !a[0].null && !b[0].null && a[0].i64 == b[0].i64;
+                if (key && (!shape.residual || (!b[2].null && !a[2].null && b[2].i64 > a[2].i64))) {
+                    ++count;
+                }
+            }
+            Row row = a;
+            row.push_back(Value::bigint(count));
+            expected.push_back(row_text(row));
+        }
+        std::sort(expected.begin(), expected.end());
+        // Over B ++ A: B.bw (2) > A.pv (6).
+        const ExprPtr residual =
+            shape.residual ? expr::less(expr::column(6, Type::bigint()), expr::column(2, Type::bigint()))
+                           : nullptr;
+        for (const auto &[strategy, bloom] : configurations) {
+            SCOPED_TRACE(std::string(shape.name) + " " + strategy_name(strategy) + (bloom ? " bloom" : ""));
+            ExecutionOptions options;
+            options.morsel_rows = 256;
+            options.join.strategy = strategy;
+            options.join.bloom_filter = bloom;
+            const PlanPtr plan = plan::count_join(
+                plan::scan(b_table, {0, 1, 2, 3}), plan::scan(a_table, {0, 1, 2}),
+                {expr::column(0, Type::bigint())}, {expr::column(0, Type::bigint())}, residual, "matches");
+            ASSERT_EQ(plan->output.size(), 4U);
+            EXPECT_EQ(plan->output[3].name, "matches");
+            EXPECT_FALSE(plan->output[3].nullable);
+            ASSERT_TRUE(same_rows(expected, result_rows(execute(runtime(), *plan, options))));
+        }
+    }
+}
+
+TEST_P(HashJoinTest, OnlyARightOuterJoinCountsItsMatches) {
+    const auto table = make_table("t", {{"k", Type::bigint(), true}}, {{Value::bigint(1)}});
+    PlanPtr plan = plan::hash_join(plan::scan(table, {0}), plan::scan(table, {0}), JoinKind::inner,
+                                   {expr::column(0, Type::bigint())}, {expr::column(0, Type::bigint())});
+    plan->count_matches = true;
+    try {
+        static_cast<void>(execute(runtime(), *plan, ExecutionOptions{}));
+        FAIL() << "an inner join counted its matches";
+    } catch (const ExecutionError &error) {
+        EXPECT_NE(std::string(error.what()).find("only a right outer join counts its matches"),
+                  std::string::npos)
+            << error.what();
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, HashJoinTest,
                          ::testing::Values(test::RuntimeShape{"workers1", 1, "", 1, 0},
                                            test::RuntimeShape{"workers2", 2, "", 2, 0},

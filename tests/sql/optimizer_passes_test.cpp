@@ -14,10 +14,10 @@ namespace {
 
 using Rows = std::vector<std::string>;
 
-const std::vector<std::string> all_passes = {"decorrelate",       "shared_subplans", "fold",
-                                             "pushdown",          "magic_sets",      "equivalences",
-                                             "join_order",        "estimates",       "right_semi_joins",
-                                             "right_outer_joins", "bloom_filters",   "scan_prefetch"};
+const std::vector<std::string> all_passes = {
+    "decorrelate",  "shared_subplans", "fold",         "pushdown",         "magic_sets",
+    "equivalences", "join_order",      "estimates",    "right_semi_joins", "right_outer_joins",
+    "count_joins",  "bloom_filters",   "scan_prefetch"};
 
 DatabaseOptions without(const std::vector<std::string> &passes) {
     DatabaseOptions options;
@@ -80,6 +80,8 @@ const std::vector<PassCase> &pass_cases() {
          "SELECT small.id FROM small WHERE EXISTS (SELECT 1 FROM big WHERE big.m = small.id)"},
         {"right_outer_joins", "SELECT small.id, count(big.id) FROM small LEFT JOIN big ON big.m = small.id "
                               "GROUP BY small.id"},
+        {"count_joins", "SELECT small.v, count(big.v) FROM small LEFT JOIN big ON big.m = small.id "
+                        "GROUP BY small.v"},
         // Few big rows find a partner among the small rows with v = 1.
         {"bloom_filters", "SELECT count(*) FROM big, small WHERE big.m = small.id AND small.v = 1"},
         {"scan_prefetch", "SELECT v, m FROM big WHERE id = 5"},
@@ -146,7 +148,7 @@ TEST(OptimizerPasses, TheBooleanOptionsSwitchTheirPasses) {
         db.explain("SELECT id FROM small")
             .find(
                 "optimizer passes: decorrelate, shared_subplans, fold, equivalences, join_order, estimates, "
-                "bloom_filters, "
+                "count_joins, bloom_filters, "
                 "scan_prefetch (off: pushdown, magic_sets, right_semi_joins, right_outer_joins)\n"),
         std::string::npos)
         << db.explain("SELECT id FROM small");
@@ -166,7 +168,7 @@ TEST_F(OptimizerPassTest, ExplainListsEveryPassWhenAllRun) {
         text.find("optimizer passes: decorrelate, shared_subplans, fold, pushdown, magic_sets, equivalences, "
                   "join_order, estimates, "
                   "right_semi_joins, "
-                  "right_outer_joins, bloom_filters, scan_prefetch\n"),
+                  "right_outer_joins, count_joins, bloom_filters, scan_prefetch\n"),
         std::string::npos)
         << text;
     EXPECT_EQ(text.find("(off:"), std::string::npos) << text;

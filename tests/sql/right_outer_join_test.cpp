@@ -96,6 +96,60 @@ TEST_F(RightOuterJoinTest, EmptySides) {
               (Rows{"a|NULL", "b|NULL", "c|NULL", "d|NULL", "e|NULL", "f|NULL", "g|NULL"}));
 }
 
+TEST_F(RightOuterJoinTest, CountJoinsCountThePartnersOfEachPreservedRow) {
+    // cc: a duplicate key (2), a NULL key, groups g over several keys. oo: 300 rows, k = r % 7,
+    // v = r but NULL every fifth row (count(v) skips them), and a NULL key.
+    DatabaseOptions options = with_right_outer_joins(true);
+    options.optimizer.disabled_passes.insert("count_joins");
+    Database plain(*_runtime, options);
+    const std::string setup = "CREATE TABLE cc (k INTEGER, g INTEGER);"
+                              "INSERT INTO cc VALUES (1, 1), (2, 1), (2, 2), (NULL, 2), (5, 3), (6, 3);"
+                              "CREATE TABLE oo (k INTEGER, v INTEGER);"
+                              "INSERT INTO oo VALUES " +
+                              values_list(300,
+                                          [](int r) {
+                                              return std::to_string(r % 7) + ", " +
+                                                     (r % 5 == 0 ? std::string("NULL") : std::to_string(r));
+                                          }) +
+                              ", (NULL, 1)";
+    _on->execute(setup);
+    plain.execute(setup);
+    const auto check = [&](const std::string &sql, bool counted) {
+        const std::string explained = _on->explain(sql);
+        EXPECT_EQ(explained.find("counting matches") != std::string::npos, counted) << explained;
+        const std::string without = plain.explain(sql);
+        EXPECT_EQ(without.find("counting matches"), std::string::npos) << without;
+        const auto on_rows = rows_of(_on->query(sql));
+        EXPECT_EQ(on_rows, rows_of(plain.query(sql))) << sql;
+        EXPECT_EQ(on_rows, rows_of(_off->query(sql))) << sql; // a left outer join
+        return on_rows;
+    };
+    _off->execute(setup);
+    EXPECT_EQ(
+        check("SELECT cc.k, count(oo.v) FROM cc LEFT JOIN oo ON cc.k = oo.k GROUP BY cc.k ORDER BY cc.k",
+              true),
+        (Rows{"1|34", "2|70", "5|34", "6|34", "NULL|0"}));
+    check("SELECT g, count(oo.v) FROM cc LEFT JOIN oo ON cc.k = oo.k AND oo.v > 100 GROUP BY g ORDER BY g",
+          true);
+    // A residual over both sides; the counted column is the key.
+    check("SELECT g, count(oo.k) FROM cc LEFT JOIN oo ON cc.k = oo.k AND oo.v > cc.g * 90 GROUP BY g ORDER "
+          "BY g",
+          true);
+    // TPC-H Q13's shape: the counts counted.
+    check("SELECT cnt, count(*) FROM (SELECT cc.k, count(oo.v) AS cnt FROM cc LEFT JOIN oo ON cc.k = oo.k "
+          "GROUP BY cc.k) t GROUP BY cnt ORDER BY cnt",
+          true);
+    // count(*) counts the NULL-padded row of a preserved row without a partner, a second
+    // aggregate or a group over the nullable side needs the joined rows: no count join.
+    check("SELECT cc.k, count(*) FROM cc LEFT JOIN oo ON cc.k = oo.k GROUP BY cc.k ORDER BY cc.k", false);
+    check(
+        "SELECT cc.k, count(oo.v), sum(oo.v) FROM cc LEFT JOIN oo ON cc.k = oo.k GROUP BY cc.k ORDER BY cc.k",
+        false);
+    check("SELECT oo.v % 3, count(oo.k) FROM cc LEFT JOIN oo ON cc.k = oo.k GROUP BY oo.v % 3 ORDER BY 1",
+          false);
+    check("SELECT count(oo.v) FROM cc LEFT JOIN oo ON cc.k = oo.k", false);
+}
+
 TEST_F(RightOuterJoinTest, NotWhenThePreservedSideIsLarger) {
     // o's keys 1 to 4 meet c's rows (key 2 twice); the other 394 + 2 NULL-key rows do not.
     EXPECT_EQ(rows("SELECT count(*), count(c.s) FROM o LEFT JOIN c ON o.k = c.k", false), (Rows{"404|10"}));

@@ -193,6 +193,11 @@ struct PlanNode {
     /// build side (for full_outer and right_outer, a build row without such a probe row NULLs on
     /// the probe side).
     ExprPtr residual;
+    /// right_outer only (plan::count_join): the probe outputs nothing; every build row comes out
+    /// once, its columns followed by a BIGINT (never NULL), the number of probe rows that
+    /// satisfy keys and residual with it. A group join: an aggregation that counts the probe
+    /// rows per build row needs no hash table of its own (TPC-H Q13).
+    bool count_matches{false};
 
     // aggregate: output = group expressions, then aggregates
     std::vector<ExprPtr> groups;
@@ -222,6 +227,10 @@ namespace plan {
                               std::vector<std::string> names);
 [[nodiscard]] PlanPtr hash_join(PlanPtr probe, PlanPtr build, JoinKind kind, std::vector<ExprPtr> probe_keys,
                                 std::vector<ExprPtr> build_keys, ExprPtr residual = nullptr);
+/// A right outer hash join with count_matches: output = the build side's columns, then
+/// `count_name` (BIGINT, never NULL), for every build row once.
+[[nodiscard]] PlanPtr count_join(PlanPtr probe, PlanPtr build, std::vector<ExprPtr> probe_keys,
+                                 std::vector<ExprPtr> build_keys, ExprPtr residual, std::string count_name);
 [[nodiscard]] PlanPtr aggregate(PlanPtr child, std::vector<ExprPtr> groups,
                                 std::vector<std::string> group_names, std::vector<AggregateSpec> aggregates);
 [[nodiscard]] PlanPtr sort(PlanPtr child, std::vector<SortKey> keys, std::optional<std::uint64_t> limit = {},

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <bit>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <sstream>
 #include <stdexcept>
@@ -126,6 +127,18 @@ void HashJoinBuildNode::prepare(std::uint16_t worker_count, std::uint16_t /*regi
     _state->build = std::move(build);
 }
 
+namespace {
+/// Zeroes the matched flags (or match counts) of fresh build rows.
+void clear_marks(const join::JoinSpec &spec, const std::vector<Row *> &rows) noexcept {
+    if (join::marks_build_rows(spec.kind)) {
+        const std::size_t width = spec.count_matches ? sizeof(std::uint64_t) : 1;
+        for (Row *row : rows) {
+            std::memset(row + spec.matched_offset, 0, width);
+        }
+    }
+}
+} // namespace
+
 void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::unique_ptr<Batch> batch) noexcept {
     const join::JoinSpec &spec = _state->spec;
     const std::uint32_t live = batch->count();
@@ -168,6 +181,7 @@ void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::uniqu
                                spec.build_layout.null_offset + static_cast<std::uint32_t>(slot),
                                store.strings());
         }
+        clear_marks(spec, targets);
     }
     if (rows.empty()) {
         return;
@@ -202,11 +216,7 @@ void HashJoinBuildNode::consume_batch(dataflow::FlowContext &context, std::uniqu
                            layout.columns[slot], layout.null_offset + static_cast<std::uint32_t>(slot),
                            store.strings());
     }
-    if (join::marks_build_rows(spec.kind)) {
-        for (Row *row : targets) {
-            row[spec.matched_offset] = std::byte{0};
-        }
-    }
+    clear_marks(spec, targets);
 }
 
 void HashJoinBuildNode::finalize(dataflow::FlowContext &context) noexcept {
@@ -422,6 +432,10 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
     spec.probe_keys = node.probe_keys;
     spec.build_keys = node.build_keys;
     spec.residual = node.residual;
+    spec.count_matches = node.count_matches;
+    if (spec.count_matches && spec.kind != JoinKind::right_outer) {
+        throw std::invalid_argument("hash join: only a right outer join counts its matches");
+    }
     spec.tuning = tuning;
     for (const OutputColumn &column : probe.output) {
         spec.probe_types.push_back(column.type);
@@ -480,8 +494,8 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
         }
     }
     if (join::marks_build_rows(spec.kind)) {
-        // The matched flag, a slot behind the stored columns.
-        column_types.push_back(PhysicalType::u8);
+        // The matched flag (or count), a slot behind the stored columns.
+        column_types.push_back(spec.count_matches ? PhysicalType::i64 : PhysicalType::u8);
         // The (un)matched build rows are found by scanning the stores after the probe; the radix
         // join probes in its finalize parts, so there would be no phase left to scan in.
         spec.strategy = JoinStrategy::non_partitioned;
@@ -498,7 +512,7 @@ HashJoinNodes add_hash_join(dataflow::Graph &graph, const PlanNode &node, datafl
     spec.partition_bits = join::choose_partition_bits(build, spec.build_layout.size, tuning);
 
     std::ostringstream text;
-    text << join_kind_name(spec.kind) << ", keys=";
+    text << join_kind_name(spec.kind) << (spec.count_matches ? " counting matches" : "") << ", keys=";
     for (std::size_t k = 0; k < spec.probe_keys.size(); ++k) {
         text << (k == 0 ? "" : ", ") << to_string(*spec.probe_keys[k]) << " = "
              << to_string(*spec.build_keys[k]);

@@ -139,14 +139,16 @@ struct HashTables {
     [[nodiscard]] std::uint32_t partition(std::uint64_t hash) const noexcept {
         return static_cast<std::uint32_t>(hash >> (64U - partition_bits));
     }
-    /// First row of the hash's chain (nullptr when the bucket is empty).
-    [[nodiscard]] const Row *head(std::uint64_t hash) const noexcept {
+    /// Where the first row of the hash's chain is stored.
+    [[nodiscard]] const Row *const *head_slot(std::uint64_t hash) const noexcept {
         if (strategy == JoinStrategy::radix_partitioned) {
             const std::uint32_t p = partition(hash);
-            return heads[offsets[p] + (hash & masks[p])];
+            return heads + offsets[p] + (hash & masks[p]);
         }
-        return heads[hash & mask];
+        return heads + (hash & mask);
     }
+    /// First row of the hash's chain (nullptr when the bucket is empty).
+    [[nodiscard]] const Row *head(std::uint64_t hash) const noexcept { return *head_slot(hash); }
 };
 
 /// What compile_hash_join derived from the plan node; immutable while the graph runs.
@@ -172,6 +174,9 @@ struct JoinSpec {
     /// marks_build_rows(kind): byte offset in a build row of its matched flag (0 until a probe row
     /// met it through keys and residual; set by the probe tasks of any worker, atomically).
     std::uint32_t matched_offset{0};
+    /// PlanNode::count_matches: at matched_offset a build row holds a u64 count of its matches
+    /// instead of the flag, and every build row is output with it (no probe row is).
+    bool count_matches{false};
     unsigned partition_bits{7};
     HashJoinTuning tuning;
     std::string description; // for details()

@@ -119,11 +119,36 @@ void mark_matched(const Row *row, std::uint32_t offset) noexcept {
     }
 }
 
+/// Notes that a probe row met build row `row` through keys and residual: sets its matched flag,
+/// or (count_matches) adds one to its count, atomically when probe tasks of several workers may
+/// meet the row.
+void note_match(const join::JoinSpec &spec, const Row *row, bool shared) noexcept {
+    if (!spec.count_matches) {
+        mark_matched(row, spec.matched_offset);
+        return;
+    }
+    auto &count = *reinterpret_cast<std::uint64_t *>(const_cast<Row *>(row + spec.matched_offset)); // NOLINT
+    if (shared) {
+        std::atomic_ref<std::uint64_t>(count).fetch_add(1, std::memory_order_relaxed);
+    } else {
+        ++count;
+    }
+}
+
 /// Candidates ahead whose Bloom filter block is prefetched: enough to cover an L2 miss with the
 /// checks of the rows in between (a few ns each).
 constexpr std::size_t bloom_prefetch_distance = 16;
 /// Bloom filters up to this size are checked without prefetching (they stay in the L1).
 constexpr std::size_t bloom_prefetch_min_bytes = 32 * 1024;
+
+/// Bucket heads of a non-radix probe: candidates ahead whose head is prefetched (its row is
+/// prefetched once the head is read), and the candidates whose chains one walk handles, so the
+/// rows prefetched for them are still in the L1/L2 when the walk compares their keys.
+constexpr std::size_t head_prefetch_distance = 16;
+constexpr std::size_t probe_chunk_rows = 512;
+/// Tables whose bucket heads take up to this many bytes are probed without prefetching (the
+/// heads and rows stay in the L2).
+constexpr std::size_t head_prefetch_min_bytes = 256 * 1024;
 
 /// Narrows a batch's selection to `rows` (ascending, a subset of the live rows).
 void select_rows(Batch &batch, const std::vector<std::uint32_t> &rows) {
@@ -314,8 +339,9 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
     const bool first_only = marks_only && !spec.residual;
     // Right semi/anti without a residual: every matching build row is marked during the chain
     // walk (all of a key's rows, not only the first), and no probe row is output.
-    const bool right = outputs_build_only(spec.kind);
+    const bool right = outputs_build_only(spec.kind) || spec.count_matches;
     const bool mark_only = right && !spec.residual;
+    const bool shared = context.worker_count() > 1;
     const bool need_passed = spec.kind != JoinKind::inner;
 
     // Shared from here on: gathered string columns keep the input batch alive.
@@ -380,7 +406,7 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
             }
             if (join::marks_build_rows(spec.kind)) {
                 for (std::uint32_t i = 0; i < survivors; ++i) {
-                    mark_matched(s.match_entry[out->row(i)], spec.matched_offset);
+                    note_match(spec, s.match_entry[out->row(i)], shared);
                 }
             }
         }
@@ -392,61 +418,78 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
         return true;
     };
 
-    // Vectorized chain walk.
+    // Vectorized chain walk, over chunks of the candidates.
     bool flushed = false;
     bool multiple = false;
-    s.pair_row.clear();
-    s.pair_entry.clear();
-    for (const std::uint32_t row : s.candidates) {
-        if (const Row *head = tables.head(s.hashes[row]); head != nullptr) {
-            s.pair_row.push_back(row);
-            s.pair_entry.push_back(head);
-        }
-    }
-    while (!s.pair_row.empty()) {
-        // One round advances every pending pair by one chain step (at most a batch of pairs),
-        // so a probe with a huge fan-out notices a cancel between rounds.
-        if (context.cancelled()) {
-            return;
-        }
-        const std::size_t pairs = s.pair_row.size();
-        s.pair_ok.resize(pairs);
-        for (std::size_t j = 0; j < pairs; ++j) {
-            s.pair_ok[j] = join::row_hash(s.pair_entry[j]) == s.hashes[s.pair_row[j]] ? 1 : 0;
-        }
-        for (std::size_t k = 0; k < s.keys.size(); ++k) {
-            compare_key(s.keys[k], layout.keys[k], s.pair_row, s.pair_entry, s.pair_ok);
-        }
-        std::size_t kept = 0;
-        for (std::size_t j = 0; j < pairs; ++j) {
-            const std::uint32_t row = s.pair_row[j];
-            const Row *entry = s.pair_entry[j];
-            if (s.pair_ok[j] != 0) {
-                if (s.match_count[row] != 0) {
-                    multiple = true;
-                }
-                s.match_count[row] = static_cast<std::uint8_t>(std::min(s.match_count[row] + 1, 2));
-                if (mark_only) {
-                    mark_matched(entry, spec.matched_offset);
-                } else if (!first_only) {
-                    s.match_row.push_back(row);
-                    s.match_entry.push_back(entry);
-                } else {
-                    continue; // existence is all a plain semi/anti join needs
-                }
-            }
-            if (const Row *next = join::row_next(entry); next != nullptr) {
-                s.pair_row[kept] = row;
-                s.pair_entry[kept] = next;
-                ++kept;
+    const bool prefetch = tables.head_slots * sizeof(const Row *) > head_prefetch_min_bytes;
+    const std::size_t candidates = s.candidates.size();
+    for (std::size_t begin = 0; begin < candidates; begin += probe_chunk_rows) {
+        const std::size_t end = std::min(candidates, begin + probe_chunk_rows);
+        s.pair_row.clear();
+        s.pair_entry.clear();
+        if (prefetch && begin == 0) {
+            for (std::size_t j = 0; j < std::min(candidates, head_prefetch_distance); ++j) {
+                __builtin_prefetch(tables.head_slot(s.hashes[s.candidates[j]]));
             }
         }
-        s.pair_row.resize(kept);
-        s.pair_entry.resize(kept);
-        while (s.match_row.size() >= limit) {
-            flushed = true;
-            if (!flush(limit)) {
+        for (std::size_t j = begin; j < end; ++j) {
+            if (prefetch && j + head_prefetch_distance < candidates) {
+                __builtin_prefetch(tables.head_slot(s.hashes[s.candidates[j + head_prefetch_distance]]));
+            }
+            const std::uint32_t row = s.candidates[j];
+            if (const Row *head = tables.head(s.hashes[row]); head != nullptr) {
+                if (prefetch) {
+                    __builtin_prefetch(head);
+                }
+                s.pair_row.push_back(row);
+                s.pair_entry.push_back(head);
+            }
+        }
+        while (!s.pair_row.empty()) {
+            // One round advances every pending pair by one chain step (at most a batch of pairs),
+            // so a probe with a huge fan-out notices a cancel between rounds.
+            if (context.cancelled()) {
                 return;
+            }
+            const std::size_t pairs = s.pair_row.size();
+            s.pair_ok.resize(pairs);
+            for (std::size_t j = 0; j < pairs; ++j) {
+                s.pair_ok[j] = join::row_hash(s.pair_entry[j]) == s.hashes[s.pair_row[j]] ? 1 : 0;
+            }
+            for (std::size_t k = 0; k < s.keys.size(); ++k) {
+                compare_key(s.keys[k], layout.keys[k], s.pair_row, s.pair_entry, s.pair_ok);
+            }
+            std::size_t kept = 0;
+            for (std::size_t j = 0; j < pairs; ++j) {
+                const std::uint32_t row = s.pair_row[j];
+                const Row *entry = s.pair_entry[j];
+                if (s.pair_ok[j] != 0) {
+                    if (s.match_count[row] != 0) {
+                        multiple = true;
+                    }
+                    s.match_count[row] = static_cast<std::uint8_t>(std::min(s.match_count[row] + 1, 2));
+                    if (mark_only) {
+                        note_match(spec, entry, shared);
+                    } else if (!first_only) {
+                        s.match_row.push_back(row);
+                        s.match_entry.push_back(entry);
+                    } else {
+                        continue; // existence is all a plain semi/anti join needs
+                    }
+                }
+                if (const Row *next = join::row_next(entry); next != nullptr) {
+                    s.pair_row[kept] = row;
+                    s.pair_entry[kept] = next;
+                    ++kept;
+                }
+            }
+            s.pair_row.resize(kept);
+            s.pair_entry.resize(kept);
+            while (s.match_row.size() >= limit) {
+                flushed = true;
+                if (!flush(limit)) {
+                    return;
+                }
             }
         }
     }
@@ -782,8 +825,9 @@ void HashJoinProbeNode::emit_marked_build(dataflow::FlowContext &context, std::u
         for (std::uint32_t p = bounds[part]; p < bounds[part + 1] && !poll.stopped(); ++p) {
             for (const auto &store : build.stores) {
                 store->for_each(p, [&](const Row *row) {
-                    visit(row,
-                          matched_flag(row, spec.matched_offset).load(std::memory_order_relaxed) == wanted);
+                    visit(row, spec.count_matches ||
+                                   matched_flag(row, spec.matched_offset).load(std::memory_order_relaxed) ==
+                                       wanted);
                 });
             }
         }
@@ -804,7 +848,7 @@ void HashJoinProbeNode::emit_build_rows(dataflow::FlowContext &context,
     const auto count = static_cast<std::uint32_t>(rows.size());
     auto batch = std::make_unique<Batch>();
     batch->rows = count;
-    if (!outputs_build_only(spec.kind)) {
+    if (!outputs_build_only(spec.kind) && !spec.count_matches) {
         for (const Type &type : spec.probe_types) {
             batch->columns.push_back(join::null_vector(type, count));
         }
@@ -817,6 +861,16 @@ void HashJoinProbeNode::emit_build_rows(dataflow::FlowContext &context,
             column.keep_alive(_state->build);
         }
         batch->columns.push_back(std::move(column));
+    }
+    if (spec.count_matches) {
+        // The probe tasks are done: the counts are final and plain loads see them.
+        Vector counts(Type::bigint(), count);
+        auto *values = counts.mutable_data<std::int64_t>();
+        for (std::uint32_t i = 0; i < count; ++i) {
+            values[i] =
+                static_cast<std::int64_t>(join::load_slot<std::uint64_t>(rows[i], spec.matched_offset));
+        }
+        batch->columns.push_back(std::move(counts));
     }
     emit(context, std::move(batch));
 }

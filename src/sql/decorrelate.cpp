@@ -124,6 +124,21 @@ private:
     [[noreturn]] static void unsupported(const std::string &what) {
         throw SqlError(what + " (in a correlated subquery) is not supported");
     }
+    /// The end of both unnesting walks for a node they cannot push the correlation through:
+    /// names the construct where it has a name, `otherwise` for the rest.
+    [[noreturn]] static void refuse(LogicalKind kind, const std::string &otherwise) {
+        switch (kind) {
+        case LogicalKind::limit:
+            unsupported("LIMIT or OFFSET");
+        case LogicalKind::window:
+            unsupported("a window function");
+        case LogicalKind::union_all:
+        case LogicalKind::repeat:
+            unsupported("a set operation");
+        default:
+            unsupported(otherwise);
+        }
+    }
 
     [[nodiscard]] bool reads_outer(const db::Expr &expression) const {
         const auto ids = columns_of(expression);
@@ -410,18 +425,15 @@ private:
         case LogicalKind::join:
             return unnest_domain_join(std::move(node), left, root);
         case LogicalKind::limit:
-            unsupported("LIMIT or OFFSET");
         case LogicalKind::window:
-            unsupported("a window function");
         case LogicalKind::union_all:
         case LogicalKind::repeat:
-            unsupported("a set operation");
         case LogicalKind::get:
         case LogicalKind::dependent_join:
         case LogicalKind::shared_scan:
             break;
         }
-        unsupported("a reference to a column of the enclosing query here");
+        refuse(node->kind, "a reference to a column of the enclosing query here");
     }
 
     /// An aggregate without GROUP BY below the top of the subquery: a row for every outer value,
@@ -603,18 +615,15 @@ private:
             return below;
         }
         case LogicalKind::limit:
-            unsupported("LIMIT or OFFSET");
         case LogicalKind::window:
-            unsupported("a window function");
         case LogicalKind::union_all:
         case LogicalKind::repeat:
-            unsupported("a set operation");
         case LogicalKind::get:
         case LogicalKind::dependent_join:
         case LogicalKind::shared_scan:
             break;
         }
-        unsupported("a reference to a column of the enclosing query outside WHERE");
+        refuse(node->kind, "a reference to a column of the enclosing query outside WHERE");
     }
 
     Unnested unnest_filter(LogicalPtr node, const LogicalNode &left) {

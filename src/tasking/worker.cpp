@@ -19,11 +19,12 @@ namespace {
 
 thread_local Worker *tls_worker = nullptr;
 
-/// Issued with a task's data, `distance` tasks before it runs: the task object's lines after
-/// its first (the buffer loop has just read that one for the annotations). A tree operation's
-/// key and state lie there, and with hundreds of operations queued per worker the objects are no
-/// longer in the L1 cache when their turn comes.
-[[gnu::always_inline]] inline void prefetch_task_rest(const Task &task) noexcept {
+/// What the worker prefetches for a task `distance` tasks before it runs: the data its
+/// annotations name and the task object's lines after its first (the loop has just read that one
+/// for the annotations). A tree operation's key and state lie there, and with hundreds of
+/// operations queued per worker the objects are no longer in the L1 cache when their turn comes.
+[[gnu::always_inline]] inline void prefetch_task(const Task &task) noexcept {
+    prefetch_task_data(task);
     const auto *line = reinterpret_cast<const std::byte *>(&task);
     for (std::uint32_t i = RuntimeCore::descriptor_lines_beyond_first(task); i > 0; --i) {
         line += system::cache_line_size;
@@ -192,8 +193,7 @@ void Worker::run_buffer_static() noexcept {
     const std::uint32_t distance = _buffer.distance;
     if (distance > 0) {
         for (std::uint32_t i = 0; i < std::min(distance, _buffer.size); ++i) {
-            prefetch_task_data(*_buffer.tasks[i]);
-            prefetch_task_rest(*_buffer.tasks[i]);
+            prefetch_task(*_buffer.tasks[i]);
         }
         for (std::uint32_t i = distance; i < std::min(2 * distance, _buffer.size); ++i) {
             system::prefetch_line<system::PrefetchMode::temporal>(_buffer.tasks[i]);
@@ -220,9 +220,7 @@ void Worker::run_buffer_static() noexcept {
                 }
             }
             if (_buffer.position + distance < _buffer.size) {
-                const Task &ahead = *_buffer.tasks[_buffer.position + distance];
-                prefetch_task_data(ahead);
-                prefetch_task_rest(ahead);
+                prefetch_task(*_buffer.tasks[_buffer.position + distance]);
                 if (_buffer.position + 2 * distance < _buffer.size) {
                     system::prefetch_line<system::PrefetchMode::temporal>(
                         _buffer.tasks[_buffer.position + 2 * distance]);
@@ -275,8 +273,7 @@ void Worker::run_buffer_dynamic() noexcept {
     }
     while (_buffer.position < _buffer.size) {
         while (next_prefetch < _buffer.size && _buffer.prefetch_slots[next_prefetch] <= _buffer.position) {
-            prefetch_task_data(*_buffer.tasks[next_prefetch]);
-            prefetch_task_rest(*_buffer.tasks[next_prefetch++]);
+            prefetch_task(*_buffer.tasks[next_prefetch++]);
         }
         Task *task = _buffer.tasks[_buffer.position++];
         if constexpr (Traced) {

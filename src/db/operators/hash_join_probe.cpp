@@ -423,15 +423,15 @@ void HashJoinProbeNode::join_batch(dataflow::FlowContext &context, std::unique_p
     bool multiple = false;
     const bool prefetch = tables.head_slots * sizeof(const Row *) > head_prefetch_min_bytes;
     const std::size_t candidates = s.candidates.size();
+    if (prefetch) {
+        for (std::size_t j = 0; j < std::min(candidates, head_prefetch_distance); ++j) {
+            __builtin_prefetch(tables.head_slot(s.hashes[s.candidates[j]]));
+        }
+    }
     for (std::size_t begin = 0; begin < candidates; begin += probe_chunk_rows) {
         const std::size_t end = std::min(candidates, begin + probe_chunk_rows);
         s.pair_row.clear();
         s.pair_entry.clear();
-        if (prefetch && begin == 0) {
-            for (std::size_t j = 0; j < std::min(candidates, head_prefetch_distance); ++j) {
-                __builtin_prefetch(tables.head_slot(s.hashes[s.candidates[j]]));
-            }
-        }
         for (std::size_t j = begin; j < end; ++j) {
             if (prefetch && j + head_prefetch_distance < candidates) {
                 __builtin_prefetch(tables.head_slot(s.hashes[s.candidates[j + head_prefetch_distance]]));

@@ -154,22 +154,12 @@ private:
 
     /// The columns the subquery's plan reads from the outer side (whose output is `left`).
     void collect_outer(const LogicalNode &node, const std::set<ColumnId> &left) {
-        const auto add = [&](const db::ExprPtr &e) {
-            if (e != nullptr) {
-                for (ColumnId id : columns_of(*e)) {
-                    if (left.count(id) > 0) {
-                        _outer.insert(id);
-                    }
-                }
+        any_column_read(node, [&](ColumnId id) {
+            if (left.count(id) > 0) {
+                _outer.insert(id);
             }
-        };
-        for (const auto *list :
-             {&node.conjuncts, &node.expressions, &node.groups, &node.left_keys, &node.right_keys}) {
-            std::for_each(list->begin(), list->end(), add);
-        }
-        for (const auto &aggregate : node.aggregates) {
-            add(aggregate.argument);
-        }
+            return false; // every column, not the first
+        });
         for (const auto &child : node.children) {
             collect_outer(*child, left);
         }

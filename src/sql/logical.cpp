@@ -1,6 +1,7 @@
 #include "logical.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include <mx/util/assert.h>
@@ -87,14 +88,13 @@ LogicalPtr attach_dependent(LogicalPtr tree, LogicalPtr join) {
     return join;
 }
 
-bool node_reads_any(const LogicalNode &node, const std::set<ColumnId> &ids) {
-    const auto read = [&](ColumnId id) { return ids.count(id) > 0; };
+bool any_column_read(const LogicalNode &node, const std::function<bool(ColumnId)> &test) {
     const auto expression_reads = [&](const db::ExprPtr &e) {
         if (e == nullptr) {
             return false;
         }
         const auto columns = columns_of(*e);
-        return std::any_of(columns.begin(), columns.end(), read);
+        return std::any_of(columns.begin(), columns.end(), test);
     };
     const auto list_reads = [&](const std::vector<db::ExprPtr> &list) {
         return std::any_of(list.begin(), list.end(), expression_reads);
@@ -103,11 +103,15 @@ bool node_reads_any(const LogicalNode &node, const std::set<ColumnId> &ids) {
            list_reads(node.left_keys) || list_reads(node.right_keys) ||
            std::any_of(node.aggregates.begin(), node.aggregates.end(),
                        [&](const LogicalAggregate &a) { return expression_reads(a.argument); }) ||
-           std::any_of(node.partition.begin(), node.partition.end(), read) ||
+           std::any_of(node.partition.begin(), node.partition.end(), test) ||
            std::any_of(node.windows.begin(), node.windows.end(), [&](const LogicalWindowFunction &w) {
-               return (w.argument.has_value() && read(*w.argument)) ||
-                      (w.default_value.has_value() && read(*w.default_value));
+               return (w.argument.has_value() && test(*w.argument)) ||
+                      (w.default_value.has_value() && test(*w.default_value));
            });
+}
+
+bool node_reads_any(const LogicalNode &node, const std::set<ColumnId> &ids) {
+    return any_column_read(node, [&](ColumnId id) { return ids.count(id) > 0; });
 }
 
 bool plan_reads_any(const LogicalNode &node, const std::set<ColumnId> &ids) {

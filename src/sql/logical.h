@@ -10,6 +10,7 @@
 // positions in each operator's input (db::expr::remap_columns).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -228,8 +229,11 @@ struct LogicalNode {
 void split_conjuncts(const db::ExprPtr &expression, std::vector<db::ExprPtr> &out);
 /// Structural equality (same operators, constants, column ids and types).
 [[nodiscard]] bool same_expression(const db::Expr &a, const db::Expr &b);
-/// Whether the node itself (not its children) reads one of `ids`: in its conditions, expressions,
-/// group keys, join keys, aggregate arguments or window columns.
+/// Calls `test` on the columns the node itself (not its children) reads: in its conditions,
+/// expressions, group keys, join keys, aggregate arguments and window columns; stops at and
+/// returns true for the first column `test` accepts.
+bool any_column_read(const LogicalNode &node, const std::function<bool(ColumnId)> &test);
+/// Whether the node itself (not its children) reads one of `ids`.
 [[nodiscard]] bool node_reads_any(const LogicalNode &node, const std::set<ColumnId> &ids);
 /// Whether the node or a node below it reads one of `ids` (a shared subplan is no child).
 [[nodiscard]] bool plan_reads_any(const LogicalNode &node, const std::set<ColumnId> &ids);

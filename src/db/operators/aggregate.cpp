@@ -717,10 +717,6 @@ void update_lanes(const AggregateInfo &aggregate, const ColumnData *argument, co
 /// Rows ahead whose group index slot is prefetched: enough to cover a DRAM miss with the
 /// lookups of the rows in between (about 20 ns each when they hit).
 constexpr std::uint32_t group_prefetch_distance = 16;
-/// Rows ahead whose group row is prefetched, through the slot prefetched
-/// `group_prefetch_distance - group_row_prefetch_distance` rows before (which has arrived by
-/// then): the lookup reads the row's key right after the slot, a second miss per row.
-constexpr std::uint32_t group_row_prefetch_distance = 8;
 
 class AggregateNode final : public BatchNode {
 public:
@@ -836,10 +832,6 @@ public:
                 if (i + group_prefetch_distance < count) {
                     const std::uint64_t ahead = hashes[i + group_prefetch_distance];
                     state.groups[partition_of(ahead)].prefetch(ahead);
-                }
-                if (i + group_row_prefetch_distance < count) {
-                    const std::uint64_t ahead = hashes[i + group_row_prefetch_distance];
-                    state.groups[partition_of(ahead)].prefetch_row(ahead);
                 }
                 const std::uint32_t row = batch->row(i);
                 // Rows of one group often come together (lineitem by order): the previous row's

@@ -305,21 +305,6 @@ public:
         }
     }
 
-    /// Starts loading the row the index slot of `hash` points to, when that slot holds `hash`
-    /// (its first probe position: at most half the slots are used, so mostly the row the lookup
-    /// ends at). The slot itself should have been prefetched earlier; the rows of a table of many
-    /// groups miss the cache as the index does, and a lookup reads the row's key right after
-    /// the slot.
-    void prefetch_row(std::uint64_t hash) const noexcept {
-        if (_capacity != 0) {
-            const Slot &slot = slots()[hash & _mask];
-            if (slot.hash == hash && slot.row != nullptr) {
-                __builtin_prefetch(slot.row);
-                __builtin_prefetch(slot.row + _row_width - 1);
-            }
-        }
-    }
-
     /// The row whose key `equal(row)` accepts, or nullptr.
     template <class Equal>
     [[nodiscard]] std::byte *find(std::uint64_t hash, Equal &&equal) const {

@@ -15,18 +15,8 @@
 #include <vector>
 
 #include "mx/system/cpu.h"
+#include "mx/util/asan.h"
 #include "mx/util/single_writer.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define MX_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MX_ASAN 1
-#endif
-#endif
-#if defined(MX_ASAN)
-#include <sanitizer/asan_interface.h>
-#endif
 
 namespace mx::memory {
 

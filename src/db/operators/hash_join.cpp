@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <sstream>
@@ -19,8 +18,6 @@
 namespace mx::db::detail {
 
 namespace join {
-
-void HashTables::Free::operator()(void *memory) const noexcept { std::free(memory); }
 
 std::vector<std::uint32_t> split_partitions(const std::vector<std::uint64_t> &counts, std::uint32_t groups) {
     const auto partitions = static_cast<std::uint32_t>(counts.size());
@@ -246,9 +243,9 @@ void HashJoinBuildNode::finalize(dataflow::FlowContext &context) noexcept {
         join::choose_strategy(spec.strategy, total, spec.build_layout.size, spec.tuning);
     tables.strategy = strategy;
 
-    // Bucket heads come from calloc: large blocks arrive as fresh zero pages, so
-    // there is no sequential memset here and the pages are first touched by the
-    // parallel table tasks.
+    // Bucket heads are a LargeBuffer: a recycled array is zeroed by one memset
+    // here, which costs far less than the page faults of fresh memory would
+    // (docs/design/query-engine.md, "Working memory").
     std::uint64_t slots = 0;
     if (strategy == JoinStrategy::radix_partitioned) {
         tables.offsets.resize(partitions + 1);
@@ -264,12 +261,12 @@ void HashJoinBuildNode::finalize(dataflow::FlowContext &context) noexcept {
         slots = std::bit_ceil(total);
         tables.mask = slots - 1;
     }
-    tables.heads_memory.reset(std::calloc(slots, sizeof(const Row *)));
-    if (!tables.heads_memory) {
+    tables.heads_memory = LargeBuffer::try_zeroed(slots * sizeof(const Row *));
+    if (tables.heads_memory.data() == nullptr) {
         context.fail("hash join: out of memory for the hash table");
         return;
     }
-    tables.heads = static_cast<const Row **>(tables.heads_memory.get());
+    tables.heads = reinterpret_cast<const Row **>(tables.heads_memory.data());
     tables.head_slots = slots;
 
     if (spec.key_bitmap) {

@@ -25,6 +25,7 @@
 
 #include "bloom_filter.h"
 #include "hash_join_rows.h"
+#include "large_buffer.h"
 #include "operator.h"
 
 namespace mx::db::detail {
@@ -131,10 +132,7 @@ struct HashTables {
     /// Partition ranges of the table tasks: range i is [build_ranges[i], build_ranges[i+1]).
     std::vector<std::uint32_t> build_ranges;
 
-    struct Free {
-        void operator()(void *memory) const noexcept;
-    };
-    std::unique_ptr<void, Free> heads_memory;
+    LargeBuffer heads_memory; // the memory behind `heads`
 
     [[nodiscard]] std::uint32_t partition(std::uint64_t hash) const noexcept {
         return static_cast<std::uint32_t>(hash >> (64U - partition_bits));

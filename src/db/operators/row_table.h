@@ -5,8 +5,6 @@
 // an open-addressing index of (hash, row pointer) slots. Keys are encoded by a KeyLayout: a NULL
 // mask and one 16-byte slot per key column, strings as references into an arena of the operator.
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -22,6 +20,7 @@
 #include <mx/util/assert.h>
 
 #include "cells.h"
+#include "large_buffer.h"
 
 namespace mx::db::detail {
 
@@ -172,48 +171,6 @@ private:
     }
 
     std::vector<PhysicalType> _columns;
-};
-
-/// Zeroed memory for the arrays of a RowTable. From about 2 MiB on (at most an eighth short of a
-/// multiple of 2 MiB, which it rounds up to) it is 2 MiB-aligned and asks for
-/// transparent huge pages: probes into the index of a million groups go to random places, and
-/// with 4 KiB pages nearly each one misses the TLB as well as the cache (the hint is all it is:
-/// without huge pages the memory works on 4 KiB pages).
-class LargeBuffer {
-public:
-    static constexpr std::size_t huge_page_bytes = std::size_t{2} << 20U;
-
-    LargeBuffer() noexcept = default;
-    explicit LargeBuffer(std::size_t bytes) : _bytes(bytes) {
-        const std::size_t rounded = (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
-        const bool huge = rounded != 0 && rounded - bytes <= huge_page_bytes / 8;
-        const std::size_t alignment = huge ? huge_page_bytes : alignof(std::max_align_t);
-        const std::size_t reserved = huge ? rounded : bytes;
-        _data = std::unique_ptr<std::byte[], Free>(
-            static_cast<std::byte *>(::operator new(reserved, std::align_val_t{alignment})), Free{alignment});
-#if defined(MADV_HUGEPAGE)
-        if (huge) {
-            static_cast<void>(::madvise(_data.get(), reserved, MADV_HUGEPAGE));
-        }
-#endif
-        std::memset(_data.get(), 0, bytes);
-    }
-
-    [[nodiscard]] std::byte *data() const noexcept { return _data.get(); }
-    [[nodiscard]] std::size_t bytes() const noexcept { return _bytes; }
-
-private:
-    struct Free {
-        Free() noexcept : alignment(alignof(std::max_align_t)) {}
-        explicit Free(std::size_t value) noexcept : alignment(value) {}
-        std::size_t alignment;
-        void operator()(std::byte *memory) const noexcept {
-            ::operator delete(memory, std::align_val_t{alignment});
-        }
-    };
-
-    std::unique_ptr<std::byte[], Free> _data;
-    std::size_t _bytes{0};
 };
 
 /// Rows of `row_width` bytes: [u64 hash][u64 aux][key][payload], zero-initialized on insert. Not

@@ -162,14 +162,26 @@ def median_or_none(values):
     return statistics.median(values) if values else None
 
 
+def steal_bound(one_worker, off, off_share):
+    """The highest steal on/off ratio any balancing could reach in a round: the two cores minus
+    what the busy process took of its core, at the undisturbed 1-worker rate, over the rate
+    measured without stealing. None when a figure is missing."""
+    if not one_worker or not off or off_share is None:
+        return None, None
+    capacity = (2.0 - min(max(off_share, 0.0), 1.0)) * one_worker
+    return capacity / off, capacity
+
+
 def runtime_disturbed(ctx, driver, targets, sizes):
     """Each round runs one process with work stealing (mx_default and oneTBB interleaved) and one
-    without (mx_default), both with a busy process on the last worker's core; ratios per round,
+    without (mx_default), both with a busy process on the last worker's core, and an undisturbed
+    1-worker process that gives the capacity perfect balancing could use; ratios per round,
     medians over the rounds."""
     cpu = disturbed_core(2)
     if cpu is None:
         for bench in DISTURBED:
-            for name in (f"disturbed_steal_on_vs_off_{bench}", f"disturbed_vs_tbb_{bench}"):
+            for name in (f"disturbed_steal_on_vs_off_{bench}", f"disturbed_vs_tbb_{bench}",
+                         f"disturbed_steal_bound_{bench}"):
                 targets[name].note = "needs at least 2 usable CPUs"
         return []
     rows = []
@@ -177,7 +189,7 @@ def runtime_disturbed(ctx, driver, targets, sizes):
     for bench in DISTURBED:
         print(f"  runtime: {bench}, 2 workers, busy process on CPU {cpu}, work stealing on / off "
               f"({DISTURBED_ROUNDS} rounds) ...", flush=True)
-        steal_ratios, tbb_ratios = [], []
+        steal_ratios, tbb_ratios, bounds, of_capacity = [], [], [], []
         for round_index in range(DISTURBED_ROUNDS):
             common = ["-b", bench, "-w", "2", "-r", reps, "--disturb-core", str(cpu)] + sizes[bench]
             on = ctx.run(driver, common + ["--variants", "mx_default,tbb_task_group"],
@@ -189,16 +201,33 @@ def runtime_disturbed(ctx, driver, targets, sizes):
                 tbb_ratios.append(value_of(on, bench, "mx_default", 2, "ratio_vs_tbb_task_group"))
             if off:
                 rows.append(renamed(off, "_disturbed", "_nosteal"))
+            one = ctx.run(driver, ["-b", bench, "-w", "1", "-r", reps, "--variants", "mx_default"] + sizes[bench],
+                          f"{bench}_undisturbed_1w_{round_index}.csv", timeout=120)
             if on and off:
                 with_steal = value_of(on, bench, "mx_default", 2, "tasks_per_second")
                 without = value_of(off, bench, "mx_default", 2, "tasks_per_second")
                 if with_steal and without:
                     steal_ratios.append(with_steal / without)
+                busy = value_of(off, bench, "all", 2, "disturber_cpu_seconds")
+                wall = value_of(off, bench, "all", 2, "wall_seconds")
+                bound, capacity = steal_bound(value_of(one or [], bench, "mx_default", 1, "tasks_per_second"),
+                                              without, busy / wall if busy is not None and wall else None)
+                if bound is not None:
+                    bounds.append(bound)
+                    if with_steal:
+                        of_capacity.append(with_steal / capacity)
         size = " ".join(sizes[bench])
         on_off = targets[f"disturbed_steal_on_vs_off_{bench}"]
         on_off.value = median_or_none(steal_ratios)
         on_off.note = (f"mx_default, 2 workers, {size}, busy process on CPU {cpu}; median of {len(steal_ratios)} "
                        f"rounds (one process each way per round)") if steal_ratios else f"no {bench} figures"
+        bound = targets[f"disturbed_steal_bound_{bench}"]
+        bound.value = median_or_none(bounds)
+        bound.note = (f"the steal on/off ratio that perfect balancing would give: (2 - the busy process's share "
+                      f"of its core) x the undisturbed 1-worker rate, over the rate without stealing; median of "
+                      f"{len(bounds)} rounds; with stealing mx_default reached "
+                      f"{100 * median_or_none(of_capacity):.0f} % of that capacity") if bounds and of_capacity else (
+                          f"no {bench} figures for the bound")
         vs_tbb = targets[f"disturbed_vs_tbb_{bench}"]
         vs_tbb.value = median_or_none(tbb_ratios)
         vs_tbb.note = (f"mx_default / tbb_task_group, 2 workers, {size}, busy process on CPU {cpu}; median over "
@@ -221,6 +250,8 @@ def runtime_suite(ctx):
                                                                ">= 1.5")
     for bench in DISTURBED:
         targets[f"disturbed_vs_tbb_{bench}"] = Target(f"disturbed_vs_tbb_{bench}", None, "ratio", ">= 1.0")
+    for bench in DISTURBED:
+        targets[f"disturbed_steal_bound_{bench}"] = Target(f"disturbed_steal_bound_{bench}", None, "ratio", "info")
     if driver is None:
         return missing_driver(ctx, "runtime", "mx_bench_runtime", list(targets.values()))
 

@@ -16,13 +16,15 @@
 #include <system_error>
 #include <utility>
 
+#include "mx/system/aligned_mapping.h"
+
 namespace mx::coro {
 
 enum class PageMode : std::uint8_t { small, huge };
 
 class MappedBuffer {
 public:
-    static constexpr std::size_t huge_page_bytes = std::size_t{2} << 20U;
+    static constexpr std::size_t huge_page_bytes = system::huge_page_bytes;
 
     MappedBuffer() noexcept = default;
     MappedBuffer(std::size_t bytes, PageMode mode) : _mode(mode) {
@@ -30,24 +32,11 @@ public:
         if (_bytes == 0) {
             return;
         }
-        // Over-allocate by one huge page and trim, so the range starts on a 2 MiB boundary and
-        // every page of it can be a huge page.
-        const std::size_t mapped = _bytes + huge_page_bytes;
-        void *raw = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (raw == MAP_FAILED) {
+        _data = system::map_huge_aligned(_bytes);
+        if (_data == nullptr) {
             throw std::system_error(errno, std::generic_category(),
-                                    "mmap of " + std::to_string(mapped) + " bytes");
+                                    "mmap of " + std::to_string(_bytes + huge_page_bytes) + " bytes");
         }
-        const auto begin = reinterpret_cast<std::uintptr_t>(raw);
-        const std::uintptr_t aligned = (begin + huge_page_bytes - 1) & ~(std::uintptr_t{huge_page_bytes} - 1);
-        if (aligned > begin) {
-            ::munmap(raw, aligned - begin);
-        }
-        const std::uintptr_t end = begin + mapped;
-        if (end > aligned + _bytes) {
-            ::munmap(reinterpret_cast<void *>(aligned + _bytes), end - (aligned + _bytes));
-        }
-        _data = reinterpret_cast<std::byte *>(aligned);
         // Failure is not fatal (e.g. THP compiled out); huge_page_backed_bytes() tells the truth.
         static_cast<void>(::madvise(_data, _bytes, mode == PageMode::huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE));
         for (std::size_t offset = 0; offset < _bytes; offset += 4096) {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <new>
 
+#include "mx/system/aligned_mapping.h"
 #include "mx/util/asan.h"
 
 namespace mx::db::detail {
@@ -18,25 +19,14 @@ namespace {
 
 constexpr std::size_t huge = LargeBuffer::huge_page_bytes;
 
-/// A fresh 2 MiB-aligned anonymous mapping of `bytes` (a multiple of 2 MiB), zeroed by the
-/// kernel; nullptr when out of memory.
+/// A fresh 2 MiB-aligned mapping of `bytes` (a multiple of 2 MiB) asking for huge pages, zeroed
+/// by the kernel; nullptr when out of memory.
 std::byte *map_aligned(std::size_t bytes) noexcept {
-    void *raw = ::mmap(nullptr, bytes + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) {
-        return nullptr;
-    }
-    const auto begin = reinterpret_cast<std::uintptr_t>(raw);
-    const std::uintptr_t aligned = (begin + huge - 1) / huge * huge;
-    if (aligned != begin) {
-        ::munmap(raw, aligned - begin);
-    }
-    const std::size_t tail = begin + bytes + huge - (aligned + bytes);
-    if (tail != 0) {
-        ::munmap(reinterpret_cast<void *>(aligned + bytes), tail);
-    }
-    auto *memory = reinterpret_cast<std::byte *>(aligned);
+    std::byte *memory = system::map_huge_aligned(bytes);
 #if defined(MADV_HUGEPAGE)
-    static_cast<void>(::madvise(memory, bytes, MADV_HUGEPAGE));
+    if (memory != nullptr) {
+        static_cast<void>(::madvise(memory, bytes, MADV_HUGEPAGE));
+    }
 #endif
     return memory;
 }

@@ -11,11 +11,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mx/system/aligned_mapping.h"
+
 namespace mx::db::detail {
 
 class LargeBuffer {
 public:
-    static constexpr std::size_t huge_page_bytes = std::size_t{2} << 20U;
+    static constexpr std::size_t huge_page_bytes = system::huge_page_bytes;
 
     LargeBuffer() noexcept = default;
     /// `bytes` zeroed bytes; throws std::bad_alloc when the memory is exhausted.

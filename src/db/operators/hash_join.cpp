@@ -244,7 +244,7 @@ void HashJoinBuildNode::finalize(dataflow::FlowContext &context) noexcept {
     tables.strategy = strategy;
 
     // Bucket heads are a LargeBuffer: a recycled array is zeroed by one memset
-    // here, which costs far less than the page faults of fresh memory would
+    // here instead of being faulted in fresh by the table tasks
     // (docs/design/query-engine.md, "Working memory").
     std::uint64_t slots = 0;
     if (strategy == JoinStrategy::radix_partitioned) {

@@ -59,24 +59,11 @@ public:
         return memory;
     }
 
+    /// Keeps the mapping, or unmaps it when the recycler is full (or has no memory for its entry).
     void give_back(std::byte *memory, std::size_t mapped) noexcept {
-        {
-            const std::lock_guard lock{_mutex};
-            if (_bytes + mapped <= limit()) {
-                try {
-                    _kept.emplace(mapped, memory);
-                } catch (const std::bad_alloc &) {
-                    ::munmap(memory, mapped); // no memory for the map node: let the mapping go
-                    return;
-                }
-                _bytes += mapped;
-#if defined(MX_ASAN)
-                ASAN_POISON_MEMORY_REGION(memory, mapped);
-#endif
-                return;
-            }
+        if (!keep(memory, mapped)) {
+            ::munmap(memory, mapped);
         }
-        ::munmap(memory, mapped);
     }
 
     std::size_t bytes() noexcept {
@@ -97,6 +84,23 @@ public:
 #endif
             ::munmap(memory, mapped);
         }
+    }
+
+    bool keep(std::byte *memory, std::size_t mapped) noexcept {
+        const std::lock_guard lock{_mutex};
+        if (_bytes + mapped > limit()) {
+            return false;
+        }
+        try {
+            _kept.emplace(mapped, memory);
+        } catch (const std::bad_alloc &) {
+            return false;
+        }
+        _bytes += mapped;
+#if defined(MX_ASAN)
+        ASAN_POISON_MEMORY_REGION(memory, mapped);
+#endif
+        return true;
     }
 
     static std::size_t limit() noexcept {

@@ -1,6 +1,7 @@
 """KeyboardInterrupt cancels a running query within a second, the connection stays usable."""
 
 import _thread
+import signal
 import threading
 import time
 
@@ -9,7 +10,16 @@ import pytest
 import tunadb
 
 
-def test_keyboard_interrupt_cancels_a_long_self_join():
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler for the test: a process started in the background by a
+    non-interactive shell inherits SIGINT ignored, and then interrupt_main() does nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_keyboard_interrupt_cancels_a_long_self_join(default_sigint):
     con = tunadb.connect(threads=2)
     try:
         con.execute("CREATE TABLE t (k INTEGER NOT NULL)")

@@ -278,6 +278,9 @@ int main(int argc, char **argv) {
     app.add_option("--read-prefetch-eighths", options.variant.read_prefetch_eighths,
                    "mxtasking: eighths of the key array prefetched for reading steps")
         ->check(CLI::Range(0U, 8U));
+    app.add_option("--submit-inline", options.variant.submit_inline,
+                   "mxtasking: an operation's bypassed upper steps run inside the batch task that submits it "
+                   "(true) or start with a round through the pool (false)");
     app.add_option("--bypass-level", options.variant.bypass_min_level,
                    "mxtasking: steps into nodes on this level or above bypass the task pool (0 = never)")
         ->check(CLI::Range(0, 64));

@@ -138,6 +138,7 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
         tree_config.read_prefetch_mode = system::PrefetchMode::non_temporal;
     }
     tree_config.bypass_min_level = config.bypass_min_level;
+    tree_config.submit_inline = config.submit_inline;
     tree_config.payload_step = config.payload_step;
     RunResult result;
     const TraceOptions trace{.path = config.trace, .profile = config.profile};

@@ -143,6 +143,7 @@ struct VariantConfig {
     bool prefetch_hints{true};
     std::uint32_t read_prefetch_eighths{index::blinktree::TreeConfig{}.read_prefetch_eighths};
     bool non_temporal_reads{false};
+    bool submit_inline{index::blinktree::TreeConfig{}.submit_inline};
     std::uint16_t bypass_min_level{index::blinktree::TreeConfig{}.bypass_min_level};
     bool work_stealing{tasking::RuntimeConfig{}.work_stealing};
     // Static split: worker w's feeder submits the w-th contiguous share of the requests, instead

@@ -333,6 +333,25 @@ void Worker::execute_sampled(Task &task) noexcept {
 
 void Worker::execute(Task &task) noexcept { execute_chain(task); }
 
+void Worker::run_inline(Task &task) noexcept {
+    Task *const outer = _running;
+    // The outer task runs under no primitive (no resource), so nothing it holds can conflict
+    // with the inner task's synchronization, and the optimistic-read state is free. One level
+    // only: an inline run inside an inline run would grow the stack with every level.
+    if (outer == nullptr || _inline_run || outer->resource() || !stays_here(task)) {
+        spawn(task);
+        return;
+    }
+    _inline_run = true;
+    const std::uint32_t chain = _bypass_chain;
+    count_spawn(task); // the outer task's epoch, as any spawn from it
+    _bypass_chain = 0;
+    run_bypassed(&task);
+    _bypass_chain = chain;
+    _running = outer;
+    _inline_run = false;
+}
+
 void Worker::run_bypassed(Task *next) noexcept {
     while (next != nullptr) {
         next = execute_one(*next);

@@ -249,7 +249,15 @@ void on_result(void *context, const OpResult &result, TaskContext &task_context)
     if (++client->step < client->steps) {
         Request request = client->next();
         request.listener = Listener{&on_result, client};
-        client->run->tree->submit(task_context, request);
+        if (client->id % 2 == 0) {
+            // From the finishing operation's commit (a task on a node): a plain spawn.
+            client->run->tree->submit(task_context, request);
+        } else {
+            // From a task without a resource, as a feeder submits: the bypassed upper steps run
+            // inside it (TreeConfig::submit_inline).
+            task_context.spawn(
+                [client, request](TaskContext &feeder) { client->run->tree->submit(feeder, request); });
+        }
     }
 }
 

@@ -593,6 +593,127 @@ TEST_P(DispatchTest, BypassToATaskRoutedElsewhereSpawnsIt) {
     EXPECT_EQ(runtime().live_tasks(), 0U);
 }
 
+/// A step on a resource that notes where it ran and hands itself on `hops` times through the
+/// pool (a successor that is not a bypass), so an inline run ends at its first hand-on.
+class InlineStep final : public Task {
+public:
+    InlineStep(mx::tasking::ResourcePtr resource, std::uint32_t hops, std::atomic<std::uint64_t> &steps,
+               std::atomic<std::uint16_t> &first_worker) noexcept
+        : _hops(hops), _steps(&steps), _first_worker(&first_worker) {
+        annotate(resource, mx::tasking::AccessMode::read_only);
+    }
+    TaskResult execute(TaskContext &context) noexcept override {
+        if (_runs++ == 0) {
+            _first_worker->store(context.worker_id(), std::memory_order_relaxed);
+        }
+        _steps->fetch_add(1, std::memory_order_relaxed);
+        return _runs <= _hops ? TaskResult::successor(this) : TaskResult::remove();
+    }
+
+private:
+    std::uint32_t _hops;
+    std::uint32_t _runs{0}; // repeated optimistic runs may count twice: the test allows for it
+    std::atomic<std::uint64_t> *_steps;
+    std::atomic<std::uint16_t> *_first_worker;
+};
+
+TEST_P(DispatchTest, RunInlineRunsTheTaskBeforeItReturnsAndQueuesItsHandOn) {
+    mx::tasking::ResourceAnnotation annotation;
+    annotation.primitive = mx::sync::Primitive::optimistic_latched;
+    const auto resource = runtime().new_resource<std::uint64_t>(annotation, std::uint64_t{7});
+    const std::uint16_t n = workers();
+    const std::uint32_t hops = 3;
+    std::vector<PaddedCounter> not_inline(n);
+    std::atomic<std::uint64_t> steps{0};
+    std::vector<std::atomic<std::uint16_t>> first_worker(n);
+    for (std::uint16_t w = 0; w < n; ++w) {
+        first_worker[w].store(mx::tasking::any_worker);
+        runtime().spawn(
+            [&, w, resource](TaskContext &context) {
+                auto *step = context.new_task<InlineStep>(resource, hops, steps, first_worker[w]);
+                context.run_inline(*step);
+                // Ran before run_inline returned, on this worker; its hand-on is queued.
+                if (first_worker[w].load(std::memory_order_relaxed) != context.worker_id()) {
+                    not_inline[w].value.fetch_add(1, std::memory_order_relaxed);
+                }
+            },
+            on_worker(w));
+    }
+    runtime().wait();
+
+    for (std::uint16_t w = 0; w < n; ++w) {
+        EXPECT_EQ(not_inline[w].value.load(), 0U) << "worker " << w;
+    }
+    EXPECT_GE(steps.load(), std::uint64_t{n} * (hops + 1U));
+    EXPECT_EQ(runtime().live_tasks(), 0U);
+    runtime().delete_resource(resource);
+}
+
+TEST_P(DispatchTest, RunInlineSpawnsWhereTheTaskCannotRunHere) {
+    // Without stealing and in FIFO order, a task spawned locally runs only after its spawner.
+    start_runtime(without_stealing(shape_config()));
+    mx::tasking::ResourceAnnotation annotation;
+    annotation.primitive = mx::sync::Primitive::spinlock;
+    const auto resource = runtime().new_resource<std::uint64_t>(annotation, std::uint64_t{7});
+    const std::uint16_t n = workers();
+    // Per worker: [0] the inner task of a caller on a resource ran, [1] the innermost task of an
+    // inline run ran. Set by those tasks, read by their callers (same worker) and the test.
+    std::vector<std::atomic<std::uint32_t>> ran(std::size_t{n} * 2);
+    std::atomic<std::uint64_t> ran_early{0};
+    std::atomic<std::uint64_t> misplaced{0};
+    std::atomic<std::uint64_t> remote_ran{0};
+    for (std::uint16_t w = 0; w < n; ++w) {
+        std::atomic<std::uint32_t> &on_resource = ran[std::size_t{w} * 2];
+        std::atomic<std::uint32_t> &innermost = ran[std::size_t{w} * 2 + 1];
+        // 1. The caller runs under a resource's latch: a plain spawn.
+        auto *caller = runtime().new_task(
+            [&](TaskContext &context) {
+                context.run_inline(*context.new_task([&] { on_resource.store(1); }));
+                if (on_resource.load() != 0) {
+                    ran_early.fetch_add(1);
+                }
+            },
+            on_worker(w));
+        caller->annotate(resource, mx::tasking::AccessMode::write);
+        runtime().spawn(*caller);
+        // 2. Inside an inline run, run_inline spawns: no nesting.
+        runtime().spawn(
+            [&](TaskContext &context) {
+                context.run_inline(*context.new_task([&](TaskContext &middle) {
+                    middle.run_inline(*middle.new_task([&] { innermost.store(1); }));
+                    if (innermost.load() != 0) {
+                        ran_early.fetch_add(1);
+                    }
+                }));
+            },
+            on_worker(w));
+        // 3. A task annotated for another worker goes there.
+        const auto other = static_cast<std::uint16_t>((w + 1U) % n);
+        runtime().spawn(
+            [&, other](TaskContext &context) {
+                context.run_inline(*context.new_task(
+                    [&, other](TaskContext &inner) {
+                        if (inner.worker_id() != other) {
+                            misplaced.fetch_add(1);
+                        }
+                        remote_ran.fetch_add(1);
+                    },
+                    on_worker(other)));
+            },
+            on_worker(w));
+    }
+    runtime().wait();
+
+    EXPECT_EQ(ran_early.load(), 0U) << "run_inline ran a task it should have spawned";
+    EXPECT_EQ(misplaced.load(), 0U);
+    EXPECT_EQ(remote_ran.load(), n);
+    for (const auto &flag : ran) {
+        EXPECT_EQ(flag.load(), 1U) << "a spawned task never ran";
+    }
+    EXPECT_EQ(runtime().live_tasks(), 0U);
+    runtime().delete_resource(resource);
+}
+
 MX_INSTANTIATE_RUNTIME_SUITE(DispatchTest);
 
 } // namespace

@@ -78,6 +78,10 @@ struct TreeConfig {
     /// overhead. Branch nodes (level 1) and leaves are far more numerous and keep their prefetch.
     /// 0 = never bypass.
     std::uint16_t bypass_min_level{2};
+    /// Operations submitted from inside a task run their bypassed steps (root and upper levels)
+    /// at once, inside the submitting task (TaskContext::run_inline), instead of starting with a
+    /// round through the pool for the root.
+    bool submit_inline{true};
     /// Reading steps on pooled nodes (below bypass_min_level) in two rounds: the first searches
     /// the prefetched key lines and queues the task again with a hint for the one payload line
     /// the step needs (the child, or the found value); the second reads it. The payload line of
@@ -117,7 +121,16 @@ public:
 
     /// From inside a task: starts an operation (spawned locally, or to the root's worker).
     void submit(tasking::TaskContext &context, const Request &request) noexcept {
-        context.spawn(*start(context.new_task<OperationTask>(*this, request)));
+        OperationTask *task = start(context.new_task<OperationTask>(*this, request));
+        const std::uint16_t bypass_from = _config.bypass_min_level;
+        if (_config.submit_inline && bypass_from != 0 &&
+            task->resource().template get<NodeType>()->level >= bypass_from) {
+            // The root is on a bypassed level (in cache): its steps run from here, down to the
+            // first level that goes through the pool, saving the operation one round there.
+            context.run_inline(*task);
+        } else {
+            context.spawn(*task);
+        }
     }
     /// From any thread outside the runtime's workers (or inside, like Runtime::spawn).
     void submit(const Request &request) noexcept {

@@ -57,6 +57,11 @@ public:
 
     /// Owner thread only: dispatches a task following its annotations.
     void spawn(Task &task) noexcept;
+    /// Owner thread only, from inside a running task: runs `task` now, before returning, when
+    /// it may run on this worker (stays_here) and the running task holds no resource; then it
+    /// and its bypass successors run as if dispatched here, and a successor that goes through
+    /// a pool is queued as usual. Otherwise (and within another inline run) a plain spawn.
+    void run_inline(Task &task) noexcept;
     /// Any thread: puts a task into this worker's pool and wakes the worker if it sleeps.
     void push_remote(Task &task, std::uint8_t producer_region) noexcept {
         _pool.push_remote(task, producer_region);
@@ -248,6 +253,7 @@ private:
     Reclamation _reclamation;
     Task *_running{nullptr};         // task in execute(), for epoch inheritance
     std::uint32_t _bypass_chain{0};  // successors run by bypass since execute() began
+    bool _inline_run{false};         // run_inline() is running a task inside another one
     bool _in_optimistic_read{false}; // spawning then is a bug (the read may be repeated)
     // Recording with queue times: spawns stamp their time into the task. Here, beside the fields
     // count_spawn reads anyway, so an untraced spawn's check touches no other line.

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <limits>
@@ -39,6 +40,39 @@ using mx::tasking::TaskContext;
 
 // Small nodes (7 entries per node) make deep trees and frequent splits from few keys.
 using SmallTree = BLinkTree<256>;
+
+template <std::size_t NodeSize>
+void expect_lower_bound_matches_std() {
+    using NodeType = mx::index::blinktree::Node<NodeSize>;
+    auto node = std::make_unique<NodeType>(std::uint16_t{0});
+    // Keys beyond the count hold stale values in a real node: fill them with small ones, which a
+    // search that looked past the count would take for keys below every probe.
+    for (std::uint16_t i = 0; i < NodeType::capacity; ++i) {
+        node->keys[i] = 0;
+    }
+    for (std::uint16_t count = 0; count <= NodeType::capacity; ++count) {
+        node->count = count;
+        for (std::uint16_t i = 0; i < count; ++i) {
+            node->keys[i] = 2U * i + 2U; // 2, 4, 6, ...: every gap and every key is probed
+        }
+        for (Key key = 0; key <= 2U * count + 3U; ++key) {
+            const auto expected = static_cast<std::uint16_t>(
+                std::lower_bound(node->keys, node->keys + count, key) - node->keys);
+            ASSERT_EQ(node->template lower_bound<false>(key), expected)
+                << "count " << count << " key " << key;
+            ASSERT_EQ(node->template lower_bound<true>(key), expected) << "count " << count << " key " << key;
+        }
+        for (std::uint16_t i = count; i < NodeType::capacity; ++i) {
+            node->keys[i] = 0;
+        }
+    }
+}
+
+TEST(BLinkTreeNode, LowerBoundMatchesTheStandardOneForEveryCount) {
+    expect_lower_bound_matches_std<256>();
+    expect_lower_bound_matches_std<1024>();
+    expect_lower_bound_matches_std<4096>();
+}
 
 TEST(BLinkTree, SequentialOperationsMatchAMap) {
     RuntimeConfig config;

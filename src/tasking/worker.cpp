@@ -336,9 +336,11 @@ void Worker::execute(Task &task) noexcept { execute_chain(task); }
 void Worker::run_inline(Task &task) noexcept {
     Task *const outer = _running;
     // The outer task runs under no primitive (no resource), so nothing it holds can conflict
-    // with the inner task's synchronization, and the optimistic-read state is free. One level
-    // only: an inline run inside an inline run would grow the stack with every level.
-    if (outer == nullptr || _inline_run || outer->resource() || !stays_here(task)) {
+    // with the inner task's synchronization, and the optimistic-read state is free. A task routed
+    // to its domain's owner is queued even where this worker holds the domain: running it now
+    // would overtake tasks of its resource that wait in the domain, whose order scheduling keeps.
+    // One level only: an inline run inside an inline run would grow the stack with every level.
+    if (outer == nullptr || _inline_run || outer->resource() || routed_to_owner(task) || !stays_here(task)) {
         spawn(task);
         return;
     }

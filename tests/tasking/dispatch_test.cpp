@@ -662,6 +662,16 @@ TEST_P(DispatchTest, RunInlineSpawnsWhereTheTaskCannotRunHere) {
     std::atomic<std::uint64_t> ran_early{0};
     std::atomic<std::uint64_t> misplaced{0};
     std::atomic<std::uint64_t> remote_ran{0};
+    // Per worker, a resource serialized by scheduling and the order its two tasks ran in (they
+    // run one after the other in the resource's domain).
+    mx::tasking::ResourceAnnotation by_scheduling;
+    by_scheduling.primitive = mx::sync::Primitive::scheduling;
+    std::vector<mx::tasking::ResourcePtr> scheduled;
+    std::vector<std::vector<int>> scheduled_order(n);
+    for (std::uint16_t w = 0; w < n; ++w) {
+        by_scheduling.worker = w;
+        scheduled.push_back(runtime().new_resource<std::uint64_t>(by_scheduling, std::uint64_t{0}));
+    }
     for (std::uint16_t w = 0; w < n; ++w) {
         std::atomic<std::uint32_t> &on_resource = ran[std::size_t{w} * 2];
         std::atomic<std::uint32_t> &innermost = ran[std::size_t{w} * 2 + 1];
@@ -687,7 +697,23 @@ TEST_P(DispatchTest, RunInlineSpawnsWhereTheTaskCannotRunHere) {
                 }));
             },
             on_worker(w));
-        // 3. A task annotated for another worker goes there.
+        // 3. A task on a resource serialized by scheduling keeps its place behind the tasks of
+        //    that resource spawned before it, even while this worker holds the resource's domain
+        //    (the caller runs by bypass right after a task of that domain).
+        auto *holder = runtime().new_task([&, w](TaskContext &holding) {
+            auto *bypassed = holding.new_task([&, w](TaskContext &context) {
+                auto *first = context.new_task([&, w] { scheduled_order[w].push_back(1); });
+                first->annotate(scheduled[w], mx::tasking::AccessMode::write);
+                context.spawn(*first);
+                auto *second = context.new_task([&, w] { scheduled_order[w].push_back(2); });
+                second->annotate(scheduled[w], mx::tasking::AccessMode::write);
+                context.run_inline(*second);
+            });
+            return TaskResult::bypass_and_remove(bypassed);
+        });
+        holder->annotate(scheduled[w], mx::tasking::AccessMode::write);
+        runtime().spawn(*holder);
+        // 4. A task annotated for another worker goes there.
         const auto other = static_cast<std::uint16_t>((w + 1U) % n);
         runtime().spawn(
             [&, other](TaskContext &context) {
@@ -709,6 +735,10 @@ TEST_P(DispatchTest, RunInlineSpawnsWhereTheTaskCannotRunHere) {
     EXPECT_EQ(remote_ran.load(), n);
     for (const auto &flag : ran) {
         EXPECT_EQ(flag.load(), 1U) << "a spawned task never ran";
+    }
+    for (std::uint16_t w = 0; w < n; ++w) {
+        EXPECT_EQ(scheduled_order[w], (std::vector<int>{1, 2})) << "resource of worker " << w;
+        runtime().delete_resource(scheduled[w]);
     }
     EXPECT_EQ(runtime().live_tasks(), 0U);
     runtime().delete_resource(resource);

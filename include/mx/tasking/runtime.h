@@ -72,7 +72,9 @@ public:
     /// Dispatches a task by its annotations (local by default). The task must not be queued.
     void spawn(Task &task) noexcept { _worker->spawn(task); }
     /// Like spawn, but runs the task right away, before returning, when it could run on this
-    /// worker and the calling task is not annotated with a resource: a task whose first steps
+    /// worker without overtaking tasks of its resource that wait in a synchronization domain
+    /// (it is not routed to the domain's owner) and the calling task is not annotated with a
+    /// resource: a task whose first steps
     /// touch data that is in cache anyway (the root of an index) saves its round through the
     /// pool. It runs under its resource's primitive and hands on successors as if dispatched
     /// here; tasks it spawns and successors it queues go out as usual. Falls back to spawn()

@@ -58,7 +58,8 @@ public:
     /// Owner thread only: dispatches a task following its annotations.
     void spawn(Task &task) noexcept;
     /// Owner thread only, from inside a running task: runs `task` now, before returning, when
-    /// it may run on this worker (stays_here) and the running task holds no resource; then it
+    /// it may run on this worker (stays_here), is not routed to a domain's owner, and the running
+    /// task holds no resource; then it
     /// and its bypass successors run as if dispatched here, and a successor that goes through
     /// a pool is queued as usual. Otherwise (and within another inline run) a plain spawn.
     void run_inline(Task &task) noexcept;

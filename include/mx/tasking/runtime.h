@@ -74,12 +74,11 @@ public:
     /// Like spawn, but runs the task right away, before returning, when it could run on this
     /// worker without overtaking tasks of its resource that wait in a synchronization domain
     /// (it is not routed to the domain's owner) and the calling task is not annotated with a
-    /// resource: a task whose first steps
-    /// touch data that is in cache anyway (the root of an index) saves its round through the
-    /// pool. It runs under its resource's primitive and hands on successors as if dispatched
-    /// here; tasks it spawns and successors it queues go out as usual. Falls back to spawn()
-    /// otherwise, and inside a task that itself runs inline. Traces show the inline run as
-    /// part of the calling task.
+    /// resource: a task whose first steps touch data that is in cache anyway (the root of an
+    /// index) saves its round through the pool. It runs under its resource's primitive and
+    /// hands on successors as if dispatched here; tasks it spawns and successors it queues go out
+    /// as usual. Falls back to spawn() otherwise, and inside a task that itself runs inline.
+    /// Traces show the inline run as part of the calling task.
     void run_inline(Task &task) noexcept { _worker->run_inline(task); }
 
     /// Creates a runtime-owned task from the worker-local allocator.

@@ -59,9 +59,9 @@ public:
     void spawn(Task &task) noexcept;
     /// Owner thread only, from inside a running task: runs `task` now, before returning, when
     /// it may run on this worker (stays_here), is not routed to a domain's owner, and the running
-    /// task holds no resource; then it
-    /// and its bypass successors run as if dispatched here, and a successor that goes through
-    /// a pool is queued as usual. Otherwise (and within another inline run) a plain spawn.
+    /// task holds no resource; then it and its bypass successors run as if dispatched here, and a
+    /// successor that goes through a pool is queued as usual. Otherwise (and within another
+    /// inline run) a plain spawn.
     void run_inline(Task &task) noexcept;
     /// Any thread: puts a task into this worker's pool and wakes the worker if it sleeps.
     void push_remote(Task &task, std::uint8_t producer_region) noexcept {

@@ -598,26 +598,30 @@ TEST_P(DispatchTest, BypassToATaskRoutedElsewhereSpawnsIt) {
 class InlineStep final : public Task {
 public:
     InlineStep(mx::tasking::ResourcePtr resource, std::uint32_t hops, std::atomic<std::uint64_t> &steps,
-               std::atomic<std::uint16_t> &first_worker) noexcept
-        : _hops(hops), _steps(&steps), _first_worker(&first_worker) {
+               std::atomic<std::uint16_t> &first_worker, std::atomic<std::uint32_t> &runs) noexcept
+        : _hops(hops), _steps(&steps), _first_worker(&first_worker), _runs(&runs) {
         annotate(resource, mx::tasking::AccessMode::read_only);
     }
     TaskResult execute(TaskContext &context) noexcept override {
-        if (_runs++ == 0) {
+        if (_runs->fetch_add(1, std::memory_order_relaxed) == 0) {
             _first_worker->store(context.worker_id(), std::memory_order_relaxed);
         }
         _steps->fetch_add(1, std::memory_order_relaxed);
-        return _runs <= _hops ? TaskResult::successor(this) : TaskResult::remove();
+        return _runs->load(std::memory_order_relaxed) <= _hops ? TaskResult::successor(this)
+                                                               : TaskResult::remove();
     }
 
 private:
     std::uint32_t _hops;
-    std::uint32_t _runs{0}; // repeated optimistic runs may count twice: the test allows for it
     std::atomic<std::uint64_t> *_steps;
     std::atomic<std::uint16_t> *_first_worker;
+    // Runs so far (nothing writes the resource, so no optimistic run repeats); outlives the task.
+    std::atomic<std::uint32_t> *_runs;
 };
 
 TEST_P(DispatchTest, RunInlineRunsTheTaskBeforeItReturnsAndQueuesItsHandOn) {
+    // Without stealing, a hand-on queued on this worker cannot run before the caller returns.
+    start_runtime(without_stealing(shape_config()));
     mx::tasking::ResourceAnnotation annotation;
     annotation.primitive = mx::sync::Primitive::optimistic_latched;
     const auto resource = runtime().new_resource<std::uint64_t>(annotation, std::uint64_t{7});
@@ -626,14 +630,17 @@ TEST_P(DispatchTest, RunInlineRunsTheTaskBeforeItReturnsAndQueuesItsHandOn) {
     std::vector<PaddedCounter> not_inline(n);
     std::atomic<std::uint64_t> steps{0};
     std::vector<std::atomic<std::uint16_t>> first_worker(n);
+    std::vector<std::atomic<std::uint32_t>> runs(n);
     for (std::uint16_t w = 0; w < n; ++w) {
         first_worker[w].store(mx::tasking::any_worker);
         runtime().spawn(
             [&, w, resource](TaskContext &context) {
-                auto *step = context.new_task<InlineStep>(resource, hops, steps, first_worker[w]);
+                auto *step = context.new_task<InlineStep>(resource, hops, steps, first_worker[w], runs[w]);
                 context.run_inline(*step);
-                // Ran before run_inline returned, on this worker; its hand-on is queued.
-                if (first_worker[w].load(std::memory_order_relaxed) != context.worker_id()) {
+                // Ran before run_inline returned, on this worker, and only its first step: the
+                // hand-on is queued.
+                if (first_worker[w].load(std::memory_order_relaxed) != context.worker_id() ||
+                    runs[w].load(std::memory_order_relaxed) != 1U) {
                     not_inline[w].value.fetch_add(1, std::memory_order_relaxed);
                 }
             },

@@ -119,7 +119,9 @@ public:
     BLinkTree(const BLinkTree &) = delete;
     BLinkTree &operator=(const BLinkTree &) = delete;
 
-    /// From inside a task: starts an operation (spawned locally, or to the root's worker).
+    /// From inside a task: starts an operation. Its steps on bypassed upper levels run inside
+    /// the calling task where run_inline allows it (TreeConfig::submit_inline); otherwise it is
+    /// spawned locally, or to the root's worker.
     void submit(tasking::TaskContext &context, const Request &request) noexcept {
         OperationTask *task = start(context.new_task<OperationTask>(*this, request));
         const std::uint16_t bypass_from = _config.bypass_min_level;

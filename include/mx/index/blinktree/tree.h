@@ -263,7 +263,9 @@ private:
 template <std::size_t NodeSize>
 class BLinkTree<NodeSize>::OperationTask final : public tasking::Task {
 public:
-    OperationTask(BLinkTree &tree, const Request &request) noexcept : _tree(&tree), _request(request) {}
+    OperationTask(BLinkTree &tree, const Request &request) noexcept
+        : _tree(&tree), _request(request),
+          _plain_lookup(request.operation == Operation::lookup && !tree._payload_step) {}
 
     [[nodiscard]] bool writes_leaf() const noexcept {
         return _request.operation == Operation::insert || _request.operation == Operation::update ||
@@ -283,10 +285,10 @@ public:
 
     tasking::TaskResult execute(tasking::TaskContext &context) noexcept override {
         const NodeRef ref = resource();
-        if (access() == tasking::AccessMode::write) {
-            return write_step(context, ref, *ref.get<NodeType>());
+        if (_plain_lookup) {
+            return lookup_step(*ref.get<NodeType>());
         }
-        return read_step(ref, *ref.get<NodeType>());
+        return any_step(context, ref);
     }
 
     /// Scans append to the caller's buffer while reading a leaf: a failed validation must put
@@ -306,6 +308,32 @@ private:
         const std::uint16_t bypass_from = _tree->_config.bypass_min_level;
         return bypass_from != 0 && level >= bypass_from ? tasking::TaskResult::bypass(this)
                                                         : tasking::TaskResult::successor(this);
+    }
+
+    /// The step of a lookup without payload rounds, the bulk of a read-mostly workload: only
+    /// the branches a lookup takes, so the step is a small function with few registers to save,
+    /// while every other operation goes through any_step.
+    [[gnu::always_inline]] tasking::TaskResult lookup_step(const NodeType &node) noexcept {
+        const Key key = _request.key;
+        if (node.beyond(key)) {
+            move_to(node.right, tasking::AccessMode::read_only);
+            return next_step(node.level);
+        }
+        if (!node.is_leaf()) {
+            move_to(node.child(key), tasking::AccessMode::read_only);
+            return next_step(static_cast<std::uint16_t>(node.level - 1));
+        }
+        const std::uint16_t index = node.find(key);
+        _result.found = index != NodeType::capacity;
+        _result.value = _result.found ? node.payload[index] : 0;
+        return finish();
+    }
+
+    [[gnu::noinline]] tasking::TaskResult any_step(tasking::TaskContext &context, NodeRef ref) noexcept {
+        if (access() == tasking::AccessMode::write) {
+            return write_step(context, ref, *ref.get<NodeType>());
+        }
+        return read_step(ref, *ref.get<NodeType>());
     }
 
     tasking::TaskResult read_step(NodeRef ref, const NodeType &node) noexcept {
@@ -500,6 +528,8 @@ private:
     // Set by a step that queued this task again for its payload line (TreeConfig::payload_step).
     // A re-run after a failed validation sees it set and performs the whole step in one round.
     bool _payload_pending{false};
+    // A lookup whose steps all take lookup_step (no payload rounds).
+    bool _plain_lookup;
 };
 
 } // namespace mx::index::blinktree

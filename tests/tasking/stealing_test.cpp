@@ -59,6 +59,15 @@ bool spin_until_count(const std::atomic<std::uint64_t> &counter, std::uint64_t v
     return true;
 }
 
+/// Waits (yielding) until `done()` holds or the test's patience ran out.
+template <class Done>
+void wait_for(const Done &done) {
+    const auto deadline = std::chrono::steady_clock::now() + mx::test::patience;
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+    }
+}
+
 std::uint64_t total(const std::vector<mx::tasking::WorkerStatistics> &stats,
                     std::uint64_t mx::tasking::WorkerStatistics::*field) {
     std::uint64_t sum = 0;
@@ -133,13 +142,28 @@ TEST_P(StealingTest, HandedBackTasksRunBeforeTheVictimsOtherLocalTasks) {
     // Worker 0's task queues a task pinned to worker 0 first (the oldest in its deque, so in the
     // first batch a thief takes) and then free tasks, and stays busy until a thief ran some of
     // them. The thief hands the pinned task back: worker 0 runs it before any free task that is
-    // still in its own deque, in either local order.
+    // still in its own deque, in either local order. Worker 1 is the only thief (the others are
+    // held busy): a thief runs its batch only after handing the pinned task back, so a stolen
+    // task that ran means the pinned one is in worker 0's hand-back queue. With a second thief,
+    // that thief's task could run while the first is still between its steal and the hand-back.
     const std::uint32_t count = scaled(2000);
+    const auto others = static_cast<std::uint16_t>(workers() - 2);
+    std::atomic<std::uint32_t> held{0};
+    std::atomic<bool> released{false};
     std::atomic<std::uint64_t> stolen_ran{0};
     std::atomic<std::uint64_t> local_ran{0};
     std::atomic<std::uint64_t> local_before_pinned{~std::uint64_t{0}};
+    for (std::uint16_t w = 2; w < workers(); ++w) {
+        runtime().spawn(
+            [&] {
+                held.fetch_add(1, std::memory_order_acq_rel);
+                wait_for([&] { return released.load(std::memory_order_acquire); });
+            },
+            on_worker(w));
+    }
     runtime().spawn(
         [&, count](TaskContext &context) {
+            wait_for([&] { return held.load(std::memory_order_acquire) == others; });
             context.spawn(
                 [&](TaskContext &) { local_before_pinned.store(local_ran.load(std::memory_order_relaxed)); },
                 on_worker(0));
@@ -149,9 +173,11 @@ TEST_P(StealingTest, HandedBackTasksRunBeforeTheVictimsOtherLocalTasks) {
                 });
             }
             EXPECT_TRUE(spin_until_count(stolen_ran, 1)) << "no thief took a task";
+            released.store(true, std::memory_order_release);
         },
         on_worker(0));
     runtime().wait();
+    EXPECT_EQ(held.load(), others);
     EXPECT_EQ(stolen_ran.load() + local_ran.load(), count);
     EXPECT_EQ(local_before_pinned.load(), 0U) << "free tasks of worker 0 ran before the handed-back one";
 }
@@ -172,12 +198,6 @@ TEST_P(StealingTest, ThievesTakeLowPriorityProducersBeforeNormalTasks) {
     std::atomic<std::uint64_t> normal_ran{0};
     std::atomic<std::uint64_t> normal_before_low{~std::uint64_t{0}};
     std::atomic<bool> low_ran{false};
-    const auto wait_for = [](const auto &done) {
-        const auto deadline = std::chrono::steady_clock::now() + mx::test::patience;
-        while (!done() && std::chrono::steady_clock::now() < deadline) {
-            std::this_thread::yield();
-        }
-    };
     for (std::uint16_t w = 1; w <= others; ++w) {
         runtime().spawn(
             [&] {

@@ -323,6 +323,11 @@ private:
             move_to(node.child(key), tasking::AccessMode::read_only);
             return next_step(static_cast<std::uint16_t>(node.level - 1));
         }
+        return read_entry(node, key);
+    }
+
+    /// The last step of a lookup: the leaf's entry for `key`, if any, is the result.
+    [[gnu::always_inline]] tasking::TaskResult read_entry(const NodeType &node, Key key) noexcept {
         const std::uint16_t index = node.find(key);
         _result.found = index != NodeType::capacity;
         _result.value = _result.found ? node.payload[index] : 0;
@@ -376,10 +381,7 @@ private:
         if (_request.operation == Operation::scan) {
             return scan_leaf(node);
         }
-        const std::uint16_t index = node.find(key);
-        _result.found = index != NodeType::capacity;
-        _result.value = _result.found ? node.payload[index] : 0;
-        return finish();
+        return read_entry(node, key);
     }
 
     /// The payload line the step on `node` will read, when it is worth a round of its own (see
@@ -528,8 +530,9 @@ private:
     // Set by a step that queued this task again for its payload line (TreeConfig::payload_step).
     // A re-run after a failed validation sees it set and performs the whole step in one round.
     bool _payload_pending{false};
-    // A lookup whose steps all take lookup_step (no payload rounds).
-    bool _plain_lookup;
+    // A lookup whose steps all take lookup_step (no payload rounds): fixed at construction, one
+    // byte of the task the step reads instead of the operation and the tree's setting.
+    const bool _plain_lookup;
 };
 
 } // namespace mx::index::blinktree

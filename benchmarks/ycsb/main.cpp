@@ -292,6 +292,12 @@ int main(int argc, char **argv) {
         ->check(CLI::Range(0, CPU_SETSIZE - 1));
     app.add_option("--export-workload", options.export_dir,
                    "Write the workload to DIR/fill, DIR/mixed_c and DIR/mixed_a as 'OP key' lines and exit");
+    app.add_flag("--interleaved-lookups,!--no-interleaved-lookups", options.variant.interleaved_lookups,
+                 "mxtasking: lookups as coroutine tasks that suspend at each node's prefetch (interleaved "
+                 "execution) instead of operation tasks that go through the pool per node");
+    app.add_option("--coroutine-group", options.variant.coroutine_group_size,
+                   "mxtasking: coroutine tasks a worker interleaves (0: from the runtime's latency model)")
+        ->check(CLI::Range(0, 64));
     std::string payload_step{"off"};
     app.add_option("--payload-step", payload_step,
                    "mxtasking: read steps in two rounds, the second with the payload line prefetched "

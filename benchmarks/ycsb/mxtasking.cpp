@@ -129,6 +129,7 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
     runtime_config.task_buffer_size = config.task_buffer;
     runtime_config.dynamic_prefetch = config.dynamic_prefetch;
     runtime_config.work_stealing = config.work_stealing;
+    runtime_config.coroutine_group_size = config.coroutine_group_size;
     tasking::Runtime runtime{runtime_config};
     index::blinktree::TreeConfig tree_config;
     tree_config.primitive = parse_primitive(config.primitive);
@@ -140,6 +141,7 @@ RunResult run_mxtasking(const Workload &workload, const VariantConfig &config) {
     tree_config.bypass_min_level = config.bypass_min_level;
     tree_config.submit_inline = config.submit_inline;
     tree_config.payload_step = config.payload_step;
+    tree_config.interleaved_lookups = config.interleaved_lookups;
     RunResult result;
     const TraceOptions trace{.path = config.trace, .profile = config.profile};
     start_trace(runtime, trace);

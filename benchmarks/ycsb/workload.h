@@ -150,8 +150,10 @@ struct VariantConfig {
     // of all feeders claiming batches from one shared cursor (which balances the load by itself).
     bool static_split{false};
     std::optional<bool> payload_step{false}; // unset: the tree decides from the measured latency
-    std::string trace;                       // mxtasking: write the run's task timeline here ("" = none)
-    bool profile{false};                     // mxtasking: print the run's per-task-type profile
+    bool interleaved_lookups{index::blinktree::TreeConfig{}.interleaved_lookups};
+    std::uint16_t coroutine_group_size{0}; // 0: the runtime's model
+    std::string trace;                     // mxtasking: write the run's task timeline here ("" = none)
+    bool profile{false};                   // mxtasking: print the run's per-task-type profile
 };
 
 /// Wall time and TSC cycles around a phase.

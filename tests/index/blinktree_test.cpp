@@ -301,6 +301,7 @@ struct StressParam {
     std::uint16_t workers;
     std::uint16_t bypass_min_level{2}; // TreeConfig's default
     bool payload_step{false};
+    bool interleaved_lookups{false};
 };
 
 class BLinkTreeStress : public ::testing::TestWithParam<StressParam> {};
@@ -316,6 +317,7 @@ TEST_P(BLinkTreeStress, ClientsMatchTheirOraclesAndTheTreeStaysValid) {
         tree_config.primitive = GetParam().primitive;
         tree_config.bypass_min_level = GetParam().bypass_min_level;
         tree_config.payload_step = GetParam().payload_step;
+        tree_config.interleaved_lookups = GetParam().interleaved_lookups;
         SmallTree tree{runtime, tree_config};
         ASSERT_EQ(tree.payload_step(), GetParam().payload_step);
         ClientRun run;
@@ -362,7 +364,7 @@ std::vector<StressParam> stress_params() {
         {"scheduling", Primitive::scheduling},
     };
     static std::vector<std::string> names;
-    names.reserve(128); // params keep pointers into it: no reallocation
+    names.reserve(256); // params keep pointers into it: no reallocation
     // Reading steps in one round, and in two rounds (the payload line in a round of its own).
     for (const bool payload_step : {false, true}) {
         const std::string suffix = payload_step ? "_payload_step" : "";
@@ -380,6 +382,26 @@ std::vector<StressParam> stress_params() {
                 params.push_back(
                     StressParam{names.back().c_str(), std::nullopt, workers, bypass, payload_step});
             }
+        }
+    }
+    // Lookups as coroutine tasks that read each node through TaskContext::read (under scheduling
+    // they hand over to operation tasks on the node's domain), with every level suspending
+    // (bypass 0) and with the upper levels read at once (bypass 2).
+    for (const auto &[name, primitive] : primitives) {
+        for (const std::uint16_t bypass : {std::uint16_t{0}, std::uint16_t{2}}) {
+            for (const std::uint16_t workers : {std::uint16_t{1}, std::uint16_t{2}, std::uint16_t{4}}) {
+                names.push_back(std::string{name} + "_interleaved_bypass" + std::to_string(bypass) +
+                                "_workers" + std::to_string(workers));
+                params.push_back(StressParam{names.back().c_str(), primitive, workers, bypass, false, true});
+            }
+        }
+    }
+    // Interleaved lookups with payload steps: a second suspension for the child's or value's line.
+    for (const auto &[name, primitive] : primitives) {
+        for (const std::uint16_t workers : {std::uint16_t{1}, std::uint16_t{2}, std::uint16_t{4}}) {
+            names.push_back(std::string{name} + "_interleaved_payload_step_workers" +
+                            std::to_string(workers));
+            params.push_back(StressParam{names.back().c_str(), primitive, workers, 0, true, true});
         }
     }
     return params;

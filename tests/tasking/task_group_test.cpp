@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -365,6 +366,61 @@ TEST_P(TaskGroupTest, OptimisticReadersDeliverOnlyValidatedResults) {
     }
     // Every torn read failed validation and ran again before its value was delivered.
     EXPECT_GE(executions.load(), readers + torn.load());
+}
+
+TEST_P(TaskGroupTest, ReadsOfAResourceFromOtherTasksSeeOnlyWholeWrites) {
+    // TaskContext::read from tasks that are not annotated with the resource: under every
+    // primitive a read that returns saw no transfer in progress.
+    constexpr std::int64_t total = 1'000'000;
+    for (const mx::sync::Primitive primitive :
+         {mx::sync::Primitive::none, mx::sync::Primitive::spinlock, mx::sync::Primitive::rw_latch,
+          mx::sync::Primitive::optimistic_latched, mx::sync::Primitive::optimistic_scheduled,
+          mx::sync::Primitive::htm, mx::sync::Primitive::scheduling}) {
+        SCOPED_TRACE(static_cast<int>(primitive));
+        const ResourcePtr accounts = runtime().new_resource<Accounts>(
+            mx::tasking::ResourceAnnotation{.primitive = primitive}, Accounts{total / 2, total / 2});
+        const std::uint32_t rounds = scaled(2000);
+        TaskGroup group{runtime()};
+        std::atomic<std::uint32_t> read{0};
+        std::atomic<std::uint32_t> refused{0};
+        std::atomic<std::uint32_t> wrong{0};
+        const bool writers = primitive != mx::sync::Primitive::none; // none: nothing synchronizes
+        for (std::uint32_t i = 0; i < rounds; ++i) {
+            if (writers) {
+                group.spawn(
+                    [accounts, i] {
+                        auto *pair = accounts.get<Accounts>();
+                        const std::int64_t amount = static_cast<std::int64_t>(mx::test::mix(i) % 1000) - 500;
+                        pair->first -= amount;
+                        slow_down();
+                        pair->second += amount;
+                    },
+                    Annotation{.resource = accounts, .access = AccessMode::write});
+            }
+            group.spawn([accounts, &read, &refused, &wrong](TaskContext &context) {
+                const std::optional<std::int64_t> sum = context.read(accounts, [accounts]() noexcept {
+                    const auto *pair = accounts.get<const Accounts>();
+                    const std::int64_t first = pair->first;
+                    slow_down();
+                    return first + pair->second;
+                });
+                if (!sum) {
+                    refused.fetch_add(1, std::memory_order_relaxed);
+                    return;
+                }
+                read.fetch_add(1, std::memory_order_relaxed);
+                wrong.fetch_add(*sum != total ? 1U : 0U, std::memory_order_relaxed);
+            });
+        }
+        EXPECT_TRUE(group.wait().ok());
+        EXPECT_EQ(wrong.load(), 0U) << "a read returned a transfer in progress";
+        EXPECT_EQ(read.load() + refused.load(), rounds);
+        if (primitive != mx::sync::Primitive::scheduling || workers() == 1) {
+            // Only a scheduled resource refuses, and only on a worker that does not hold its domain.
+            EXPECT_EQ(refused.load(), 0U);
+        }
+        runtime().delete_resource(accounts);
+    }
 }
 
 TEST_P(TaskGroupTest, StoppingRuntimeDropsQueuedTasksAndTheGroupStillEnds) {

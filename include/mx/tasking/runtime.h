@@ -7,12 +7,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "mx/system/topology.h"
 #include "mx/tasking/annotation.h"
 #include "mx/tasking/config.h"
+#include "mx/tasking/detail/prefetch.h"
 #include "mx/tasking/detail/worker.h"
 #include "mx/tasking/resource.h"
 #include "mx/tasking/squad.h"
@@ -80,6 +82,39 @@ public:
     /// as usual. Falls back to spawn() otherwise, and inside a task that itself runs inline.
     /// Traces show the inline run as part of the calling task.
     void run_inline(Task &task) noexcept { _worker->run_inline(task); }
+
+    /// Runs `read()` as a reader of `resource` under the resource's primitive and returns its
+    /// result once the read stands: validated against the resource's version (optimistic
+    /// primitives; a read that a writer interfered with runs again), under the shared latch
+    /// (rw_latch) or the lock (spinlock, and HTM's fallback lock), or directly where nothing
+    /// synchronizes. For a task that reads more resources than the one it is annotated with, such
+    /// as a coroutine that walks an index and suspends between the nodes it reads. `read` must
+    /// not write shared state, spawn or suspend, and may run more than once (only the last run's
+    /// result is returned). A resource synchronized by scheduling is read while this worker
+    /// holds its domain, which it takes for the read when nobody drains it; nullopt when another
+    /// worker drains it right now (send a task there instead).
+    template <class F>
+    [[nodiscard]] std::optional<std::invoke_result_t<F &>> read(ResourcePtr resource, F &&read) noexcept {
+        return _worker->read_resource(resource, read);
+    }
+
+    /// Prefetches what a reader or writer (`access`) of `resource` touches first: the line with
+    /// its latch or version, and the lines `hint` names (a callback hint is not run). For a task
+    /// that reads resources besides its annotated one (see read()), before it suspends.
+    static void prefetch(ResourcePtr resource, AccessMode access, PrefetchHint hint) noexcept {
+        detail::prefetch_data(resource, access, hint);
+    }
+    /// The same for a reader, with the lines given as a mask (bit i: line i of the object).
+    template <system::PrefetchMode Mode = system::PrefetchMode::temporal>
+    [[gnu::always_inline]] static void prefetch_for_read(ResourcePtr resource,
+                                                         std::uint64_t line_mask) noexcept {
+        if (primitive_of(resource) != sync::Primitive::none) {
+            system::prefetch_line<system::PrefetchMode::temporal>(&detail::header_of(resource));
+        }
+        detail::for_each_masked_line(
+            static_cast<const std::byte *>(resource.get()), line_mask,
+            [](const std::byte *line) noexcept { system::prefetch_line<Mode>(line); });
+    }
 
     /// Creates a runtime-owned task from the worker-local allocator.
     template <class T, class... Args>

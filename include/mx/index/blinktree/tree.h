@@ -7,6 +7,7 @@
 // latch code at all. See docs/design/blinktree.md.
 
 #include <atomic>
+#include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "mx/index/blinktree/node.h"
 #include "mx/sync/primitives.h"
 #include "mx/system/memory_latency.h"
+#include "mx/tasking/coroutine_task.h"
 #include "mx/tasking/runtime.h"
 #include "mx/tasking/task_group.h"
 
@@ -88,12 +90,21 @@ struct TreeConfig {
     /// a lookup is otherwise a miss the worker waits for. Off by default: on the 2-core VM the
     /// extra round cost more than the miss (lookups there are bound by the lines in flight, not
     /// by the latency of one; docs/benchmarks.md). Unset (nullopt): on when the runtime's
-    /// measured load latency is at least payload_step_min_latency cycles.
+    /// measured load latency is at least payload_step_min_latency cycles. With interleaved
+    /// lookups a lookup's second round is one more suspension of its coroutine.
     std::optional<bool> payload_step{false};
     std::uint32_t payload_step_min_latency{payload_step_default_min_latency};
     /// A dispatch costs on the order of a hundred cycles; below this latency the second round
     /// costs more than the miss it hides.
     static constexpr std::uint32_t payload_step_default_min_latency = 400;
+    /// Lookups as coroutine tasks (interleaved execution, docs/design/coroutines.md): one task
+    /// walks from the root to the leaf, prefetches each pooled node's lines and suspends, and the
+    /// worker resumes the other lookups of its coroutine group meanwhile; each node is read
+    /// through TaskContext::read under the node's primitive. A step then costs a coroutine switch
+    /// instead of a round through the worker's pool. Other operations stay operation tasks. Off
+    /// by default: fewer instructions per lookup, but not faster on the 2-core VM, where lookups
+    /// are bound by the lines in flight (docs/benchmarks.md, B-link tree).
+    bool interleaved_lookups{false};
 };
 
 template <std::size_t NodeSize = 1024>
@@ -123,6 +134,10 @@ public:
     /// the calling task where run_inline allows it (TreeConfig::submit_inline); otherwise it is
     /// spawned locally, or to the root's worker.
     void submit(tasking::TaskContext &context, const Request &request) noexcept {
+        if (_config.interleaved_lookups && request.operation == Operation::lookup) {
+            context.spawn(*context.new_task<LookupTask>(*this, request));
+            return;
+        }
         OperationTask *task = start(context.new_task<OperationTask>(*this, request));
         const std::uint16_t bypass_from = _config.bypass_min_level;
         if (_config.submit_inline && bypass_from != 0 &&
@@ -136,6 +151,10 @@ public:
     }
     /// From any thread outside the runtime's workers (or inside, like Runtime::spawn).
     void submit(const Request &request) noexcept {
+        if (_config.interleaved_lookups && request.operation == Operation::lookup) {
+            _runtime->spawn(*_runtime->new_task<LookupTask>(*this, request));
+            return;
+        }
         _runtime->spawn(*start(_runtime->new_task<OperationTask>(*this, request)));
     }
 
@@ -174,6 +193,7 @@ public:
 
 private:
     class OperationTask;
+    class LookupTask;
 
     [[nodiscard]] tasking::ResourceAnnotation node_annotation(std::uint16_t level) const noexcept {
         const bool leaf = level == 0;
@@ -393,16 +413,7 @@ private:
             _request.operation == Operation::insert_separator) {
             return nullptr;
         }
-        const std::uint16_t index = node.lower_bound(key);
-        const std::uint16_t count = node.safe_count();
-        const bool exact = index < count && node.keys[index] == key;
-        if (node.is_leaf()) {
-            // A missing key needs no value.
-            return exact ? node.payload_line(index) : nullptr;
-        }
-        const int slot = static_cast<int>(index) + (exact ? 1 : 0) - 1;
-        // The leftmost child lives in the header line, which is cached already.
-        return slot < 0 ? nullptr : node.payload_line(static_cast<std::uint16_t>(slot));
+        return node.payload_line_for(key);
     }
 
     /// Annotates this task as the writer of `node` with a hint for the key lines and the
@@ -533,6 +544,108 @@ private:
     // A lookup whose steps all take lookup_step (no payload rounds): fixed at construction, one
     // byte of the task the step reads instead of the operation and the tree's setting.
     const bool _plain_lookup;
+};
+
+/// A lookup as a coroutine task (TreeConfig::interleaved_lookups): reads the cached upper levels
+/// at once, and for each node below prefetches its lines and suspends, so that the worker resumes
+/// the other lookups of its coroutine group while the lines arrive. Each node is read through
+/// TaskContext::read, so the result it delivers comes from validated reads only.
+template <std::size_t NodeSize>
+class BLinkTree<NodeSize>::LookupTask final : public tasking::CoroutineTask {
+public:
+    LookupTask(BLinkTree &tree, const Request &request) noexcept
+        : _tree(&tree), _key(request.key), _listener(request.listener) {}
+
+protected:
+    // What one node says about the key: go on at `next` (on `level`), or the answer.
+    struct Step {
+        NodeRef next;
+        std::uint16_t level;
+        bool found;
+        Value value;
+    };
+
+    /// The read of one node, as a function object so that it is inlined into the validated
+    /// read (which may run it more than once); a lambda's call operator is not.
+    struct ReadStep {
+        NodeRef at;
+        Key key;
+        [[gnu::always_inline]] Step operator()() const noexcept { return step_at(*at.get<NodeType>(), key); }
+    };
+    [[gnu::always_inline]] static Step step_at(const NodeType &node, Key key) noexcept {
+        if (node.beyond(key)) {
+            return Step{node.right, node.level, false, 0};
+        }
+        if (!node.is_leaf()) {
+            return Step{node.child(key), static_cast<std::uint16_t>(node.level - 1), false, 0};
+        }
+        const std::uint16_t index = node.find(key);
+        const bool found = index != NodeType::capacity;
+        return Step{NodeRef{}, 0, found, found ? node.payload[index] : 0};
+    }
+
+    coro::Coroutine<> body(tasking::TaskContext &context) noexcept override {
+        BLinkTree &tree = *_tree;
+        const Key key = _key;
+        const std::uint16_t bypass_from = tree._config.bypass_min_level;
+        // Without hints the header line and the node's first line, as the runtime does.
+        const std::uint64_t read_mask = tree._config.prefetch_hints ? tree._read_mask : 1U;
+        NodeRef ref = tree._root.load(std::memory_order_acquire);
+        // A node's level never changes after creation; the root is in cache.
+        std::uint16_t level = ref.get<NodeType>()->level;
+        while (true) {
+            if (bypass_from == 0 || level < bypass_from) {
+                // A pooled level (not in cache): its lines arrive while the group's other lookups
+                // run.
+                if (tree._config.read_prefetch_mode == system::PrefetchMode::non_temporal) {
+                    tasking::TaskContext::prefetch_for_read<system::PrefetchMode::non_temporal>(ref,
+                                                                                                read_mask);
+                } else {
+                    tasking::TaskContext::prefetch_for_read(ref, read_mask);
+                }
+                co_await std::suspend_always{};
+                if (tree._payload_step) {
+                    // The line with the child or value is the step's one remaining miss: found
+                    // from the cached keys, prefetched, and read after one more suspension.
+                    const NodeRef at = ref;
+                    const std::optional<const void *> line = context.read(
+                        at, [at, key]() noexcept { return at.get<NodeType>()->payload_line_for(key); });
+                    if (line && *line != nullptr) {
+                        system::prefetch(*line, tree._config.read_prefetch_mode);
+                        co_await std::suspend_always{};
+                    }
+                }
+            }
+            const NodeRef at = ref;
+            const std::optional<Step> step = context.read(at, ReadStep{at, key});
+            if (!step) {
+                // This worker cannot read the node now (scheduled elsewhere): an operation task
+                // takes the lookup on from here, dispatched to the node's domain.
+                auto *task = context.new_task<OperationTask>(
+                    tree, Request{.operation = Operation::lookup, .key = key, .listener = _listener});
+                task->move_to(at, tasking::AccessMode::read_only);
+                context.spawn(*task);
+                co_return;
+            }
+            if (!step->next) {
+                if (_listener.callback != nullptr) {
+                    const OpResult result{.operation = Operation::lookup,
+                                          .key = key,
+                                          .value = step->value,
+                                          .found = step->found};
+                    _listener.callback(_listener.context, result, context);
+                }
+                co_return;
+            }
+            ref = step->next;
+            level = step->level;
+        }
+    }
+
+private:
+    BLinkTree *_tree;
+    Key _key;
+    Listener _listener;
 };
 
 } // namespace mx::index::blinktree

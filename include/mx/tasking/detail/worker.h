@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -89,6 +90,19 @@ public:
     void adopt_next(Squad &squad) noexcept;
     template <class Push>
     std::uint64_t adopt_each(Squad &squad, Push &&push) noexcept;
+
+    /// Owner thread, inside a task: runs `read` as a reader of `resource` under the resource's
+    /// primitive and returns its result once the read stands (TaskContext::read).
+    template <class F>
+    std::optional<std::invoke_result_t<F &>> read_resource(ResourcePtr resource, F &read) noexcept;
+    template <class F>
+    std::optional<std::invoke_result_t<F &>> read_resource_slowly(ResourcePtr resource, F &read) noexcept;
+    /// Runs `read` while this worker holds `domain` (taking it for the read if nobody holds
+    /// it); nullopt when another worker holds it.
+    template <class F>
+    std::optional<std::invoke_result_t<F &>> read_holding(std::uint32_t domain, F &read) noexcept;
+    template <class F>
+    std::invoke_result_t<F &> guarded(F &read) noexcept;
 
     /// Owner thread only: defer freeing `object` until no task can still reach it.
     void retire(void *object, void (*deleter)(void *) noexcept) noexcept;
@@ -583,6 +597,120 @@ inline bool Worker::trace_change_pending() const noexcept {
 }
 
 inline bool Worker::holds(std::uint32_t domain) const noexcept { return _core->domain(domain).held_by(_id); }
+
+/// Runs a read function; debug builds flag it as a read that may run again, in which spawning
+/// asserts.
+template <class F>
+[[gnu::always_inline]] inline std::invoke_result_t<F &> Worker::guarded(F &read) noexcept {
+#if defined(MX_ENABLE_ASSERTS)
+    const bool outer = _in_optimistic_read;
+    _in_optimistic_read = true;
+    std::invoke_result_t<F &> result = read();
+    _in_optimistic_read = outer;
+    return result;
+#else
+    return read();
+#endif
+}
+
+template <class F>
+[[gnu::always_inline]] inline std::optional<std::invoke_result_t<F &>>
+Worker::read_resource(ResourcePtr resource, F &read) noexcept {
+    using Result = std::invoke_result_t<F &>;
+    const sync::Primitive primitive = primitive_of(resource);
+    if (primitive == sync::Primitive::optimistic_latched ||
+        primitive == sync::Primitive::optimistic_scheduled) [[likely]] {
+        // The optimistic read of run_optimistic_read, for a function instead of a task: nothing
+        // to undo, a result read while the version moved is dropped.
+        const ResourceHeader &header = header_of(resource);
+        const std::uint64_t version = header.version.read_begin();
+        if ((version & 1U) == 0) [[likely]] {
+            sync::detail::ignore_reads_begin();
+            Result result = guarded(read);
+            sync::detail::ignore_reads_end();
+            if (header.version.validate(version)) [[likely]] {
+                return result;
+            }
+        }
+    }
+    return read_resource_slowly(resource, read);
+}
+
+template <class F>
+std::optional<std::invoke_result_t<F &>> Worker::read_holding(std::uint32_t domain, F &read) noexcept {
+    if (holds(domain)) {
+        return guarded(read);
+    }
+    SyncDomain &held = _core->domain(domain);
+    if (!held.try_hold(_id)) {
+        return std::nullopt;
+    }
+    std::optional<std::invoke_result_t<F &>> result{guarded(read)};
+    held.release();
+    return result;
+}
+
+template <class F>
+[[gnu::noinline]] std::optional<std::invoke_result_t<F &>> Worker::read_resource_slowly(ResourcePtr resource,
+                                                                                        F &read) noexcept {
+    using Result = std::invoke_result_t<F &>;
+    ResourceHeader &header = header_of(resource);
+    const sync::Primitive primitive = primitive_of(resource);
+    switch (primitive) {
+    case sync::Primitive::none:
+        return guarded(read);
+    case sync::Primitive::scheduling:
+        // Only the domain's holder touches the resource: this worker, or it holds the domain
+        // for the read. While another worker drains the domain, the caller has to send a task.
+        return read_holding(domain_of(resource), read);
+    case sync::Primitive::spinlock:
+    case sync::Primitive::htm: { // the spinlock is HTM's fallback: taking it aborts transactions
+        header.spinlock.lock();
+        std::optional<Result> result{guarded(read)};
+        header.spinlock.unlock();
+        return result;
+    }
+    case sync::Primitive::rw_latch: {
+        header.rw_latch.lock_shared();
+        std::optional<Result> result{guarded(read)};
+        header.rw_latch.unlock_shared();
+        return result;
+    }
+    case sync::Primitive::optimistic_latched:
+    case sync::Primitive::optimistic_scheduled:
+        break;
+    }
+    // The first attempt failed validation (read_resource).
+    bump(_shared.optimistic_retries);
+    for (std::uint32_t attempt = 1;; ++attempt) {
+        if (attempt > _optimistic_retries) {
+            // Writers keep interfering: read without them. A latched resource's version is its
+            // latch; a scheduled one's writers run only on the domain's holder, so a worker
+            // that holds the domain (or takes it for the read) reads undisturbed, and otherwise
+            // keeps validating (those writers end without waiting for anything).
+            if (primitive == sync::Primitive::optimistic_latched) {
+                header.version.write_lock();
+                std::optional<Result> result{guarded(read)};
+                header.version.write_end();
+                return result;
+            }
+            if (std::optional<Result> result = read_holding(domain_of(resource), read)) {
+                return result;
+            }
+            system::pause();
+        }
+        const std::uint64_t version = header.version.read_begin();
+        if ((version & 1U) == 0) [[likely]] {
+            sync::detail::ignore_reads_begin();
+            std::optional<Result> result{guarded(read)};
+            sync::detail::ignore_reads_end();
+            if (header.version.validate(version)) [[likely]] {
+                return result;
+            }
+        }
+        bump(_shared.optimistic_retries);
+    }
+}
 
 inline bool Worker::stays_here(const Task &task) const noexcept {
     if (task.squad() != nullptr || task.target_region() != any_region ||

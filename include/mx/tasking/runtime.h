@@ -98,13 +98,9 @@ public:
         return _worker->read_resource(resource, read);
     }
 
-    /// Prefetches what a reader or writer (`access`) of `resource` touches first: the line with
-    /// its latch or version, and the lines `hint` names (a callback hint is not run). For a task
-    /// that reads resources besides its annotated one (see read()), before it suspends.
-    static void prefetch(ResourcePtr resource, AccessMode access, PrefetchHint hint) noexcept {
-        detail::prefetch_data(resource, access, hint);
-    }
-    /// The same for a reader, with the lines given as a mask (bit i: line i of the object).
+    /// Prefetches what a reader of `resource` touches first: the line with its latch or version
+    /// (synchronized resources) and the object's lines that `line_mask` names (bit i: line i). For
+    /// a task that reads resources besides its annotated one (see read()), before it suspends.
     template <system::PrefetchMode Mode = system::PrefetchMode::temporal>
     [[gnu::always_inline]] static void prefetch_for_read(ResourcePtr resource,
                                                          std::uint64_t line_mask) noexcept {

@@ -49,15 +49,16 @@ template <class F>
     }
 }
 
-/// Issues the prefetches for a task on `resource` with `hint` (not a callback): the hint's lines,
-/// and the header line of a synchronized resource (its latch or version is touched first).
-[[gnu::always_inline]] inline void prefetch_data(ResourcePtr resource, AccessMode access,
-                                                 PrefetchHint hint) noexcept {
+/// Issues the prefetches a task's annotations ask for: the hint's lines, or the callback, and
+/// the header line of a synchronized resource (its latch or version is touched first).
+inline void prefetch_task_data(const Task &task) noexcept {
+    const ResourcePtr resource = task.resource();
     if (resource && primitive_of(resource) != sync::Primitive::none) {
-        const bool latched_write = access == AccessMode::write;
+        const bool latched_write = task.access() == AccessMode::write;
         system::prefetch(&header_of(resource),
                          latched_write ? system::PrefetchMode::for_write : system::PrefetchMode::temporal);
     }
+    const PrefetchHint hint = task.prefetch_hint();
     const auto *base = static_cast<const std::byte *>(hint.address());
     switch (hint.kind()) {
     case PrefetchHint::Kind::none:
@@ -84,24 +85,9 @@ template <class F>
         });
         return;
     case PrefetchHint::Kind::callback:
-        return; // needs the task: prefetch_task_data
-    }
-}
-
-/// Issues the prefetches a task's annotations ask for.
-inline void prefetch_task_data(const Task &task) noexcept {
-    const PrefetchHint hint = task.prefetch_hint();
-    if (hint.kind() == PrefetchHint::Kind::callback) {
-        const ResourcePtr resource = task.resource();
-        if (resource && primitive_of(resource) != sync::Primitive::none) {
-            system::prefetch(&header_of(resource), task.access() == AccessMode::write
-                                                       ? system::PrefetchMode::for_write
-                                                       : system::PrefetchMode::temporal);
-        }
         hint.function()(task);
         return;
     }
-    prefetch_data(task.resource(), task.access(), hint);
 }
 
 /// Dynamic prefetch distance: for each task i of a buffer, the position before whose execution

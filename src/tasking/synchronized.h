@@ -24,20 +24,8 @@ namespace mx::tasking::detail {
         _optimistic_scratch.assign(state.begin(), state.end());
     }
     for (std::uint32_t attempt = 0; attempt <= _optimistic_retries; ++attempt) {
-        const std::uint64_t version = header.version.read_begin();
-        if ((version & 1U) == 0) [[likely]] {
-#if defined(MX_ENABLE_ASSERTS)
-            _in_optimistic_read = true;
-#endif
-            sync::detail::ignore_reads_begin();
-            result = task.execute(context);
-            sync::detail::ignore_reads_end();
-#if defined(MX_ENABLE_ASSERTS)
-            _in_optimistic_read = false;
-#endif
-            if (header.version.validate(version)) [[likely]] {
-                return true;
-            }
+        if (try_optimistic(header, [&]() noexcept { result = task.execute(context); })) [[likely]] {
+            return true;
         }
         bump(_shared.optimistic_retries);
         Task *successor = result.next();

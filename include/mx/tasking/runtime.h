@@ -99,17 +99,20 @@ public:
     }
 
     /// Prefetches what a reader of `resource` touches first: the line with its latch or version
-    /// (synchronized resources) and the object's lines that `line_mask` names (bit i: line i). For
-    /// a task that reads resources besides its annotated one (see read()), before it suspends.
-    template <system::PrefetchMode Mode = system::PrefetchMode::temporal>
-    [[gnu::always_inline]] static void prefetch_for_read(ResourcePtr resource,
-                                                         std::uint64_t line_mask) noexcept {
+    /// (synchronized resources) and, in `mode`, the object's lines that `line_mask` names (bit i:
+    /// line i). For a task that reads resources besides its annotated one (see read()), before it
+    /// suspends.
+    [[gnu::always_inline]] static void prefetch_for_read(ResourcePtr resource, std::uint64_t line_mask,
+                                                         system::PrefetchMode mode) noexcept {
         if (primitive_of(resource) != sync::Primitive::none) {
             system::prefetch_line<system::PrefetchMode::temporal>(&detail::header_of(resource));
         }
-        detail::for_each_masked_line(
-            static_cast<const std::byte *>(resource.get()), line_mask,
-            [](const std::byte *line) noexcept { system::prefetch_line<Mode>(line); });
+        system::with_prefetch_mode(
+            mode, [base = static_cast<const std::byte *>(resource.get()), line_mask](auto fixed) noexcept {
+                detail::for_each_masked_line(base, line_mask, [](const std::byte *line) noexcept {
+                    system::prefetch_line<decltype(fixed)::value>(line);
+                });
+            });
     }
 
     /// Creates a runtime-owned task from the worker-local allocator.

@@ -597,12 +597,7 @@ protected:
             if (bypass_from == 0 || level < bypass_from) {
                 // A pooled level (not in cache): its lines arrive while the group's other lookups
                 // run.
-                if (tree._config.read_prefetch_mode == system::PrefetchMode::non_temporal) {
-                    tasking::TaskContext::prefetch_for_read<system::PrefetchMode::non_temporal>(ref,
-                                                                                                read_mask);
-                } else {
-                    tasking::TaskContext::prefetch_for_read(ref, read_mask);
-                }
+                tasking::TaskContext::prefetch_for_read(ref, read_mask, tree._config.read_prefetch_mode);
                 co_await std::suspend_always{};
                 if (tree._payload_step) {
                     // The line with the child or value is the step's one remaining miss: found

@@ -95,14 +95,6 @@ public:
     /// primitive and returns its result once the read stands (TaskContext::read).
     template <class F>
     std::optional<std::invoke_result_t<F &>> read_resource(ResourcePtr resource, F &read) noexcept;
-    template <class F>
-    std::optional<std::invoke_result_t<F &>> read_resource_slowly(ResourcePtr resource, F &read) noexcept;
-    /// Runs `read` while this worker holds `domain` (taking it for the read if nobody holds
-    /// it); nullopt when another worker holds it.
-    template <class F>
-    std::optional<std::invoke_result_t<F &>> read_holding(std::uint32_t domain, F &read) noexcept;
-    template <class F>
-    std::invoke_result_t<F &> guarded(F &read) noexcept;
 
     /// Owner thread only: defer freeing `object` until no task can still reach it.
     void retire(void *object, void (*deleter)(void *) noexcept) noexcept;
@@ -206,6 +198,20 @@ private:
     /// False: the read kept failing validation (execute_one puts the task back into the pool).
     bool run_optimistic_read(Task &task, TaskContext &context, const ResourceHeader &header,
                              TaskResult &result) noexcept;
+    /// One optimistic attempt: runs `run` between reading and validating the resource's version.
+    /// True when no writer interfered.
+    template <class Run>
+    bool try_optimistic(const ResourceHeader &header, Run &&run) noexcept;
+    /// read_resource after a failed first attempt, and for the other primitives.
+    template <class F>
+    std::optional<std::invoke_result_t<F &>> read_resource_slowly(ResourcePtr resource, F &read) noexcept;
+    /// Runs `read` while this worker holds `domain` (taking it for the read if nobody holds
+    /// it); nullopt when another worker holds it.
+    template <class F>
+    std::optional<std::invoke_result_t<F &>> read_holding(std::uint32_t domain, F &read) noexcept;
+    /// Runs `read`; debug builds flag it as a read that may run again, in which spawning asserts.
+    template <class F>
+    decltype(auto) guarded(F &read) noexcept;
     TaskResult run_transaction(Task &task, TaskContext &context, ResourceHeader &header) noexcept;
     void count_spawn(Task &task) noexcept;
     /// While recording queue times: the task's enqueue time.
@@ -598,39 +604,47 @@ inline bool Worker::trace_change_pending() const noexcept {
 
 inline bool Worker::holds(std::uint32_t domain) const noexcept { return _core->domain(domain).held_by(_id); }
 
-/// Runs a read function; debug builds flag it as a read that may run again, in which spawning
-/// asserts.
 template <class F>
-[[gnu::always_inline]] inline std::invoke_result_t<F &> Worker::guarded(F &read) noexcept {
+[[gnu::always_inline]] inline decltype(auto) Worker::guarded(F &read) noexcept {
 #if defined(MX_ENABLE_ASSERTS)
     const bool outer = _in_optimistic_read;
     _in_optimistic_read = true;
-    std::invoke_result_t<F &> result = read();
-    _in_optimistic_read = outer;
-    return result;
+    if constexpr (std::is_void_v<std::invoke_result_t<F &>>) {
+        read();
+        _in_optimistic_read = outer;
+    } else {
+        std::invoke_result_t<F &> result = read();
+        _in_optimistic_read = outer;
+        return result;
+    }
 #else
     return read();
 #endif
 }
 
+template <class Run>
+[[gnu::always_inline]] inline bool Worker::try_optimistic(const ResourceHeader &header, Run &&run) noexcept {
+    const std::uint64_t version = header.version.read_begin();
+    if ((version & 1U) != 0) [[unlikely]] {
+        return false; // a writer stayed inside
+    }
+    sync::detail::ignore_reads_begin();
+    guarded(run);
+    sync::detail::ignore_reads_end();
+    return header.version.validate(version);
+}
+
 template <class F>
 [[gnu::always_inline]] inline std::optional<std::invoke_result_t<F &>>
 Worker::read_resource(ResourcePtr resource, F &read) noexcept {
-    using Result = std::invoke_result_t<F &>;
     const sync::Primitive primitive = primitive_of(resource);
     if (primitive == sync::Primitive::optimistic_latched ||
         primitive == sync::Primitive::optimistic_scheduled) [[likely]] {
         // The optimistic read of run_optimistic_read, for a function instead of a task: nothing
         // to undo, a result read while the version moved is dropped.
-        const ResourceHeader &header = header_of(resource);
-        const std::uint64_t version = header.version.read_begin();
-        if ((version & 1U) == 0) [[likely]] {
-            sync::detail::ignore_reads_begin();
-            Result result = guarded(read);
-            sync::detail::ignore_reads_end();
-            if (header.version.validate(version)) [[likely]] {
-                return result;
-            }
+        std::optional<std::invoke_result_t<F &>> result;
+        if (try_optimistic(header_of(resource), [&]() noexcept { result.emplace(read()); })) [[likely]] {
+            return result;
         }
     }
     return read_resource_slowly(resource, read);
@@ -699,14 +713,9 @@ template <class F>
             }
             system::pause();
         }
-        const std::uint64_t version = header.version.read_begin();
-        if ((version & 1U) == 0) [[likely]] {
-            sync::detail::ignore_reads_begin();
-            std::optional<Result> result{guarded(read)};
-            sync::detail::ignore_reads_end();
-            if (header.version.validate(version)) [[likely]] {
-                return result;
-            }
+        std::optional<Result> result;
+        if (try_optimistic(header, [&]() noexcept { result.emplace(read()); })) {
+            return result;
         }
         bump(_shared.optimistic_retries);
     }
